@@ -1,0 +1,32 @@
+# The two commands of the README: `make run` and `make test`. Both set themselves up.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.floe-installed
+ORACLE_SETUP := $(abspath ..)/shared/tools/iceberg-oracle/setup
+
+.PHONY: install run test test-fast bench clean
+
+$(STAMP): pyproject.toml requirements.lock
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c requirements.lock -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(PY) -m explorer.run
+
+test: install
+	bash scripts/test.sh
+
+# Unit tests only (no oracle, no services): for a quick loop while developing.
+test-fast: install
+	$(PY) -m pytest -m "not interop and not browser" -q
+
+bench: install
+	$(PY) benchmarks/manifest_read.py
+
+clean:
+	rm -rf $(VENV) var test-artifacts

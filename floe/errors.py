@@ -1,0 +1,39 @@
+"""Errors raised by floe. Every error names the file or object it is about."""
+
+from __future__ import annotations
+
+
+class FloeError(Exception):
+    """Base class of every error floe raises on purpose."""
+
+
+class ValidationError(FloeError, ValueError):
+    """Input that does not follow the Iceberg spec (bad type string, bad field id, ...)."""
+
+
+class MetadataError(FloeError):
+    """A metadata, manifest list or manifest file that cannot be read.
+
+    The message always starts with the file's location so a user knows which file is broken.
+    """
+
+    def __init__(self, location: str, problem: str) -> None:
+        self.location = location
+        self.problem = problem
+        super().__init__(f"{location}: {problem}")
+
+
+class UnsupportedFormatVersion(MetadataError):
+    """A table metadata file whose format-version floe does not know."""
+
+
+class NotFound(FloeError, LookupError):
+    """A table, snapshot, ref, schema or file that does not exist."""
+
+
+class CommitConflict(FloeError):
+    """Another writer changed the table first; the commit may be retried."""
+
+
+class CommitStateUnknown(FloeError):
+    """The commit may or may not have happened; written files must not be deleted."""
