@@ -151,9 +151,10 @@ WHITENOISE_USE_FINDERS = STATIC_ROOT is None
 # --- REST API -------------------------------------------------------------------------------
 
 REST_FRAMEWORK = {
+    # Token first: its WWW-Authenticate challenge makes unauthenticated requests 401, not 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["api.permissions.ReadAnonymouslyIfAllowed"],
     "DEFAULT_PAGINATION_CLASS": "api.pagination.PageNumberPagination",

@@ -1,0 +1,85 @@
+"""The REST API: thin viewsets over explorer.selectors and explorer.services."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api import serializers
+from explorer import selectors, services
+from explorer.models import TaskRun
+
+CATALOG = OpenApiParameter("catalog", OpenApiTypes.STR, OpenApiParameter.PATH, description="Catalog name")
+NAMESPACE = OpenApiParameter(
+    "ns", OpenApiTypes.STR, OpenApiParameter.PATH, description="Namespace, levels joined by '.'"
+)
+TABLE = OpenApiParameter("table", OpenApiTypes.STR, OpenApiParameter.PATH, description="Table name")
+QUERY = OpenApiParameter(
+    "q", OpenApiTypes.STR, OpenApiParameter.QUERY, required=False,
+    description="Only tables whose namespace.table contains this text (case-insensitive)",
+)
+
+
+@extend_schema_view(retrieve=extend_schema(parameters=[CATALOG]))
+class CatalogViewSet(viewsets.GenericViewSet):
+    serializer_class = serializers.CatalogSerializer
+    pagination_class = None  # a handful, from settings
+
+    def list(self, request: Request) -> Response:
+        return Response(self.get_serializer(selectors.catalog_list(), many=True).data)
+
+    def retrieve(self, request: Request, catalog: str) -> Response:
+        return Response(self.get_serializer(selectors.catalog_get(name=catalog)).data)
+
+
+@extend_schema_view(list=extend_schema(parameters=[CATALOG]))
+class NamespaceViewSet(viewsets.GenericViewSet):
+    serializer_class = serializers.NamespaceSerializer
+
+    def list(self, request: Request, catalog: str) -> Response:
+        rows = selectors.catalog_namespaces(catalog=selectors.catalog_get(name=catalog))
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+@extend_schema_view(
+    list=extend_schema(parameters=[CATALOG, NAMESPACE, QUERY]),
+    retrieve=extend_schema(parameters=[CATALOG, NAMESPACE, TABLE]),
+)
+class TableViewSet(viewsets.GenericViewSet):
+    serializer_class = serializers.TableSerializer
+
+    def list(self, request: Request, catalog: str, ns: str) -> Response:
+        refs = selectors.catalog_table_refs(
+            catalog=selectors.catalog_get(name=catalog), namespace=ns,
+            query=request.query_params.get("q", ""),
+        )
+        # Only the tables of this page are read.
+        page = selectors.table_rows(refs=self.paginate_queryset(refs))
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    def retrieve(self, request: Request, catalog: str, ns: str, table: str) -> Response:
+        row = selectors.table_get(catalog=selectors.catalog_get(name=catalog), namespace=ns, name=table)
+        return Response(self.get_serializer(row).data)
+
+
+class TaskRunViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    queryset = TaskRun.objects.select_related("created_by")
+    serializer_class = serializers.TaskRunSerializer
+
+    @extend_schema(
+        request=serializers.TaskRunCreateSerializer,
+        responses={201: serializers.TaskRunSerializer},
+    )
+    def create(self, request: Request) -> Response:
+        form = serializers.TaskRunCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        run = services.task_run_submit(
+            kind=form.validated_data["kind"], params=form.validated_data["params"], user=request.user
+        )
+        return Response(self.get_serializer(run).data, status=status.HTTP_201_CREATED)

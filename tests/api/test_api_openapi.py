@@ -1,0 +1,109 @@
+"""Every response the API gives matches the OpenAPI schema drf-spectacular generates."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from jsonschema import Draft7Validator
+from rest_framework.test import APIClient
+
+from explorer.models import TaskRun
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def api() -> APIClient:
+    client = APIClient()
+    client.force_authenticate(User.objects.create_user("ada"))
+    return client
+
+
+@pytest.fixture
+def openapi(api: APIClient) -> dict[str, Any]:
+    response = api.get("/api/schema/", {"format": "json"})
+    assert response.status_code == 200
+    return response.json()  # type: ignore[no-any-return]
+
+
+def _to_json_schema(node: Any) -> Any:
+    """OpenAPI 3.0 'nullable' is not JSON Schema: turn it into a null alternative."""
+    if isinstance(node, list):
+        return [_to_json_schema(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _to_json_schema(v) for k, v in node.items() if k != "nullable"}
+    if node.get("nullable"):
+        return {"anyOf": [out, {"type": "null"}]}
+    return out
+
+
+def _operation(openapi: dict[str, Any], method: str, url: str) -> dict[str, Any]:
+    path = url.split("?")[0]
+    for template, item in openapi["paths"].items():
+        pattern = "^" + re.sub(r"\{[^}]+\}", "[^/]+", template) + "$"
+        if re.match(pattern, path) and method in item:
+            return item[method]  # type: ignore[no-any-return]
+    raise AssertionError(f"{method.upper()} {path} is not in the schema")
+
+
+def _assert_matches(openapi: dict[str, Any], method: str, url: str, status: int, body: Any) -> None:
+    responses = _operation(openapi, method, url)["responses"]
+    assert str(status) in responses, f"{method.upper()} {url}: status {status} is not documented"
+    schema = responses[str(status)]["content"]["application/json"]["schema"]
+    root = {**_to_json_schema(schema), "components": _to_json_schema(openapi["components"])}
+    errors = sorted(Draft7Validator(root).iter_errors(body), key=str)
+    assert not errors, f"{method.upper()} {url}: {errors[0].message} at {list(errors[0].path)}"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/catalogs/",
+        "/api/catalogs/local/",
+        "/api/catalogs/local/namespaces/",
+        "/api/catalogs/local/namespaces/?page_size=1&page=2",
+        "/api/catalogs/local/namespaces/sales/tables/",
+        "/api/catalogs/local/namespaces/staging/tables/",  # with a broken table's error row
+        "/api/catalogs/local/namespaces/staging/tables/?q=empty",
+        "/api/catalogs/local/namespaces/sales/tables/orders/",
+        "/api/tasks/",
+    ],
+)
+def test_get_responses_match_the_schema(api: APIClient, openapi: dict[str, Any], warehouse: Path, url: str) -> None:
+    TaskRun.objects.create(kind="refresh_table_stats", result={"tables": 1}, progress=100, state="SUCCEEDED")
+    response = api.get(url)
+    assert response.status_code == 200
+    _assert_matches(openapi, "get", url, 200, response.json())
+
+
+def test_task_create_and_detail_match_the_schema(
+    api: APIClient, openapi: dict[str, Any], warehouse: Path, django_capture_on_commit_callbacks  # type: ignore[no-untyped-def]
+) -> None:
+    with django_capture_on_commit_callbacks(execute=False):
+        response = api.post("/api/tasks/", {"kind": "refresh_table_stats"}, format="json")
+    assert response.status_code == 201
+    _assert_matches(openapi, "post", "/api/tasks/", 201, response.json())
+    url = f"/api/tasks/{response.json()['id']}/"
+    _assert_matches(openapi, "get", url, 200, api.get(url).json())
+
+
+def test_the_schema_keeps_the_resource_paths_of_the_architecture(openapi: dict[str, Any]) -> None:
+    assert {
+        "/api/catalogs/",
+        "/api/catalogs/{catalog}/namespaces/",
+        "/api/catalogs/{catalog}/namespaces/{ns}/tables/",
+        "/api/tasks/",
+        "/api/tasks/{id}/",
+    } <= set(openapi["paths"])
+    assert {"tokenAuth", "cookieAuth"} <= set(openapi["components"]["securitySchemes"])
+
+
+def test_the_schema_is_valid_openapi(openapi: dict[str, Any]) -> None:
+    from drf_spectacular.validation import validate_schema
+
+    validate_schema(openapi)

@@ -1,0 +1,89 @@
+"""The refresh_table_stats task: claims its TaskRun, reports progress, records the outcome."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import AnonymousUser, User
+
+from explorer import celery_app, services
+from explorer.models import TaskRun
+from explorer.tasks import refresh_table_stats
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def eager_celery() -> Iterator[None]:
+    celery_app.conf.task_always_eager = True
+    yield
+    celery_app.conf.task_always_eager = False
+
+
+def test_submit_enqueues_after_commit_and_the_task_totals_the_warehouse(
+    warehouse: Path, eager_celery: None, django_capture_on_commit_callbacks  # type: ignore[no-untyped-def]
+) -> None:
+    user = User.objects.create_user("ada")
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        run = services.task_run_submit(kind="refresh_table_stats", params={}, user=user)
+    assert TaskRun.objects.get(pk=run.pk).state == TaskRun.State.QUEUED  # nothing ran yet
+    assert len(callbacks) == 1
+    callbacks[0]()
+    run.refresh_from_db()
+    assert run.state == TaskRun.State.SUCCEEDED and run.progress == 100
+    assert run.created_by == user and run.started_at and run.finished_at
+    assert run.result["tables"] == 5 and run.result["broken_tables"] == 1
+    assert run.result["totals"] == {
+        "data_files": 3 + 1 + 3, "delete_files": 1, "records": 150 + 7 + 3000,
+        "files_size": 3048 + 512 + 90_000,
+    }
+    assert run.result["errors"][0]["table"] == "staging.broken"
+
+
+def test_a_namespace_param_limits_the_work(warehouse: Path, eager_celery: None, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.task_run_submit(kind="refresh_table_stats", params={"namespace": "sales"}, user=AnonymousUser())
+    run.refresh_from_db()
+    assert run.created_by is None
+    assert (run.state, run.result["tables"], run.result["totals"]["records"]) == ("SUCCEEDED", 2, 157)
+
+
+def test_progress_is_written_while_running(warehouse: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = TaskRun.objects.create(kind="refresh_table_stats")
+    seen: list[int] = []
+    real = services.task_run_progress
+
+    def spy(*, task_run_id: int, progress: int) -> None:
+        real(task_run_id=task_run_id, progress=progress)
+        seen.append(TaskRun.objects.get(pk=task_run_id).progress)
+
+    monkeypatch.setattr(services, "task_run_progress", spy)
+    refresh_table_stats(run.pk)
+    assert seen == [20, 40, 60, 80, 99]  # 100 only together with SUCCEEDED
+    run.refresh_from_db()
+    assert (run.state, run.progress) == ("SUCCEEDED", 100)
+
+
+def test_a_claimed_or_finished_run_is_not_run_again(warehouse: Path) -> None:
+    run = TaskRun.objects.create(kind="refresh_table_stats", state=TaskRun.State.RUNNING)
+    refresh_table_stats(run.pk)
+    run.refresh_from_db()
+    assert (run.state, run.result) == ("RUNNING", None)
+    done = TaskRun.objects.create(kind="refresh_table_stats", state=TaskRun.State.SUCCEEDED, result={"x": 1})
+    refresh_table_stats(done.pk)
+    done.refresh_from_db()
+    assert done.result == {"x": 1}
+
+
+def test_a_missing_row_is_ignored() -> None:
+    refresh_table_stats(987654)  # no exception, nothing to do
+
+
+def test_a_failure_is_recorded_on_the_row(warehouse: Path) -> None:
+    run = TaskRun.objects.create(kind="refresh_table_stats", params={"namespace": "nope"})
+    refresh_table_stats(run.pk)
+    run.refresh_from_db()
+    assert run.state == "FAILED" and run.finished_at is not None
+    assert run.error == "NotFound: namespace 'nope' does not exist in catalog 'local'"
