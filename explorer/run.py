@@ -1,0 +1,173 @@
+"""``python -m explorer.run`` (what ``make run`` starts): everything on one machine.
+
+1. migrate the database (SQLite under ``var/`` unless DATABASE_URL is set);
+2. create the demo warehouse when FLOE_WAREHOUSE is not set and it does not exist yet;
+3. start the web server (waitress) on FLOE_HOST:FLOE_PORT (127.0.0.1:8000) and one Celery
+   worker, as child processes;
+4. supervise: Ctrl-C (SIGINT) or SIGTERM stops both and exits 0; when one child dies on its
+   own, the other is stopped and the exit status is 1.
+
+The children run in their own process groups, so a Ctrl-C in the terminal reaches this
+process only and each child gets exactly one stop signal from it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import FrameType
+
+# Seconds a child may take to stop after its stop signal before it is killed.
+STOP_TIMEOUT = 30.0
+POLL_INTERVAL = 0.2
+# Written last into the demo warehouse: a directory without it is an interrupted creation.
+DEMO_COMPLETE_MARKER = ".floe-demo-complete"
+
+
+def main() -> int:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "explorer.settings")
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from explorer.env import envint, envstr
+
+    host = envstr("FLOE_HOST", "127.0.0.1")
+    port = envint("FLOE_PORT", "8000", minimum=1, maximum=65535)
+
+    settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
+    call_command("migrate", interactive=False, verbosity=1)
+    if settings.FLOE_WAREHOUSE_IS_DEMO:
+        ensure_demo_warehouse(settings.FLOE_WAREHOUSE)
+
+    commands = {"web": web_command(host, port), "worker": worker_command()}
+    display_host = f"[{host}]" if ":" in host else host
+    _say(f"Floe: http://{display_host}:{port}/ · warehouse {settings.FLOE_WAREHOUSE} · Ctrl-C stops")
+    return Supervisor(commands).run()
+
+
+def web_command(host: str, port: int) -> list[str]:
+    listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return [sys.executable, "-m", "waitress", f"--listen={listen}", "--threads=8",
+            "explorer.wsgi:application"]
+
+
+def worker_command() -> list[str]:
+    # prefork (with one process) is the pool that enforces the tasks' time limits. The SQL
+    # broker has no fan-out, so gossip, mingle and event heartbeats stay off.
+    return [sys.executable, "-m", "celery", "-A", "explorer", "worker", "--pool=prefork",
+            "--concurrency=1", "--loglevel=INFO", "--without-gossip", "--without-mingle",
+            "--without-heartbeat", "--hostname=floe@%h"]
+
+
+def ensure_demo_warehouse(path: str) -> None:
+    """Create the demo tables with floe (absolute paths live in Iceberg metadata, so they are
+    written in place; an interrupted creation is detected by the missing marker and redone)."""
+    target = Path(path)
+    if (target / DEMO_COMPLETE_MARKER).exists():
+        return
+    if target.exists():
+        _say(f"Floe: {target} is an incomplete demo warehouse; creating it again")
+        shutil.rmtree(target)
+    try:
+        from floe.demo import create_demo_warehouse
+    except ModuleNotFoundError as exc:
+        if exc.name != "floe.demo":
+            raise
+        _say("Floe: floe.demo is not available in this checkout; no demo warehouse created")
+        return
+    _say(f"Floe: creating the demo warehouse in {target}")
+    create_demo_warehouse(str(target))
+    (target / DEMO_COMPLETE_MARKER).write_text("")
+
+
+class Supervisor:
+    """Runs child processes until a stop signal arrives or one of them exits."""
+
+    def __init__(
+        self, commands: Mapping[str, list[str]], *, stop_timeout: float = STOP_TIMEOUT
+    ) -> None:
+        self.commands = dict(commands)
+        self.stop_timeout = stop_timeout
+        self.children: dict[str, subprocess.Popen[bytes]] = {}
+        self._stop_signal: int | None = None
+
+    def run(self) -> int:
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            for name, command in self.commands.items():
+                child = subprocess.Popen(command, process_group=0, preexec_fn=_die_with_parent)
+                self.children[name] = child
+                _say(f"Floe: started {name} (pid {child.pid})")
+            return self._supervise()
+        finally:
+            self._stop_all()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self._stop_signal = signum
+
+    def _supervise(self) -> int:
+        while self._stop_signal is None:
+            for name, child in self.children.items():
+                status = child.poll()
+                if status is not None:
+                    _say(f"Floe: {name} exited with status {status}; stopping the others")
+                    return 1
+            time.sleep(POLL_INTERVAL)
+        _say(f"Floe: {signal.Signals(self._stop_signal).name} received; stopping")
+        return 0 if self._stop_all() else 1
+
+    def _stop_all(self) -> bool:
+        """Stop every running child; True when all stopped within the timeout."""
+        running = {n: c for n, c in self.children.items() if c.poll() is None}
+        for child in running.values():
+            # Both servers treat SIGINT as "finish what you are doing and exit".
+            _signal(child, signal.SIGINT)
+        deadline = time.monotonic() + self.stop_timeout
+        clean = True
+        for name, child in running.items():
+            try:
+                child.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                _say(f"Floe: {name} did not stop within {self.stop_timeout:.0f}s; killing it")
+                _signal(child, signal.SIGKILL, group=True)
+                child.wait()
+                clean = False
+        return clean
+
+
+def _signal(child: subprocess.Popen[bytes], sig: int, *, group: bool = False) -> None:
+    try:
+        if group:  # the child's own processes (Celery's pool) too
+            os.killpg(child.pid, sig)
+        else:
+            child.send_signal(sig)
+    except ProcessLookupError:
+        pass
+
+
+def _die_with_parent() -> None:
+    """Linux: a child gets SIGTERM if this process is killed without a chance to stop it."""
+    if sys.platform.startswith("linux"):
+        PR_SET_PDEATHSIG = 1
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

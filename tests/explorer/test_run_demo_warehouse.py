@@ -1,0 +1,55 @@
+"""The runner creates the demo warehouse once, and redoes an interrupted creation."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from explorer import run
+from explorer.testing import write_table
+
+
+@pytest.fixture
+def fake_demo(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    calls: list[str] = []
+
+    def create_demo_warehouse(path: str) -> None:
+        calls.append(path)
+        write_table(path, "demo", "t")
+
+    module = types.ModuleType("floe.demo")
+    module.create_demo_warehouse = create_demo_warehouse  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "floe.demo", module)
+    return calls
+
+
+def test_created_once(tmp_path: Path, fake_demo: list[str]) -> None:
+    target = tmp_path / "demo-warehouse"
+    run.ensure_demo_warehouse(str(target))
+    run.ensure_demo_warehouse(str(target))
+    assert fake_demo == [str(target)]
+    assert (target / "demo" / "t" / "metadata" / "v1.metadata.json").is_file()
+    assert (target / run.DEMO_COMPLETE_MARKER).is_file()
+
+
+def test_an_interrupted_creation_is_redone(tmp_path: Path, fake_demo: list[str]) -> None:
+    target = tmp_path / "demo-warehouse"
+    (target / "half" / "written").mkdir(parents=True)
+    run.ensure_demo_warehouse(str(target))
+    assert fake_demo == [str(target)]
+    assert not (target / "half").exists()
+
+
+def test_the_real_demo_warehouse_lists_without_errors(tmp_path: Path, settings) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("floe.demo", reason="floe.demo has not landed yet")
+    from explorer import selectors
+
+    target = tmp_path / "demo-warehouse"
+    run.ensure_demo_warehouse(str(target))
+    rows = selectors.warehouse_tables(warehouse=str(target))
+    assert rows, "the demo warehouse has no tables"
+    assert [r for r in rows if r.error] == []
+    assert any(r.current_snapshot_id is not None for r in rows)
