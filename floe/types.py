@@ -160,6 +160,8 @@ class VariantType(PrimitiveType):
 class DecimalType(PrimitiveType):
     __slots__ = ("precision", "scale")
     type_name = "decimal"
+    precision: int
+    scale: int
 
     def __init__(self, precision: int, scale: int) -> None:
         if not 0 < precision <= 38:
@@ -190,6 +192,7 @@ class DecimalType(PrimitiveType):
 class FixedType(PrimitiveType):
     __slots__ = ("length",)
     type_name = "fixed"
+    length: int
 
     def __init__(self, length: int) -> None:
         if length < 0:
@@ -217,6 +220,7 @@ class GeometryType(PrimitiveType):
 
     __slots__ = ("crs",)
     type_name = "geometry"
+    crs: str
     DEFAULT_CRS: ClassVar[str] = "OGC:CRS84"
 
     def __init__(self, crs: str = "OGC:CRS84") -> None:
@@ -243,6 +247,8 @@ class GeographyType(PrimitiveType):
 
     __slots__ = ("crs", "algorithm")
     type_name = "geography"
+    crs: str
+    algorithm: str
     DEFAULT_CRS: ClassVar[str] = "OGC:CRS84"
     DEFAULT_ALGORITHM: ClassVar[str] = "spherical"
 
