@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 from oracle_client import HERE, REPO, OracleClient
+from spark_tables import SparkTable
+from spark_tables import build as build_spark_tables
 
 
 def _oracle_location() -> tuple[str | None, Path | None, str]:
@@ -68,3 +70,39 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if HERE in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.interop)
+
+
+@pytest.fixture(scope="session")
+def spark_tables(oracle: Any) -> dict[str, SparkTable]:
+    """Every Spark-written table of :mod:`spark_tables`, built once per session."""
+    t0 = time.monotonic()
+    tables = build_spark_tables(oracle)
+    sys.stderr.write(f"\n[interop] Spark tables built in {time.monotonic() - t0:.1f} s\n")
+    return tables
+
+
+# The metadata tables Spark answers for a whole table in one request.
+SPARK_METADATA_TABLES = (
+    "snapshots",
+    "refs",
+    "metadata_log_entries",
+    "all_manifests",
+    "all_entries",
+)
+
+
+@pytest.fixture(scope="session")
+def spark_metadata(oracle: Any, spark_tables: dict[str, SparkTable]) -> Any:
+    """``spark_metadata(name)`` -> ``{metadata table: rows}`` for one table (cached)."""
+    cache: dict[str, dict[str, list[dict[str, Any]]]] = {}
+
+    def get(name: str) -> dict[str, list[dict[str, Any]]]:
+        if name not in cache:
+            ident = spark_tables[name].ident
+            rows = oracle.sql(
+                [f"SELECT * FROM {ident}.{m}" for m in SPARK_METADATA_TABLES], all=True
+            )
+            cache[name] = dict(zip(SPARK_METADATA_TABLES, rows, strict=True))
+        return cache[name]
+
+    return get

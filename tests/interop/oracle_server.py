@@ -160,7 +160,9 @@ class Server:
 
 
 def _first_line(ex):
-    lines = str(ex).strip().splitlines()
+    java = getattr(ex, "java_exception", None)     # py4j: the Java exception says what went wrong
+    text = str(java.toString()) if java is not None else str(ex)
+    lines = text.strip().splitlines()
     return "%s: %s" % (type(ex).__name__, lines[0][:1000] if lines else "")
 
 
