@@ -58,3 +58,42 @@ def test_database_url_sqlite_relative_and_absolute() -> None:
 def test_database_url_rejects_what_it_cannot_use(url: str) -> None:
     with pytest.raises(ImproperlyConfigured):
         database_from_url(url)
+
+
+def _settings_in_subprocess(tmp_path, code: str, **env: str):  # type: ignore[no-untyped-def]
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("FLOE_", "DATABASE_URL", "CELERY_"))}
+    return subprocess.run(
+        [sys.executable, "-c", f"import explorer.settings as s; {code}"],
+        cwd=Path(__file__).resolve().parents[2], env={**base, "FLOE_VAR_DIR": str(tmp_path), **env},
+        capture_output=True, text=True, timeout=60,
+    )
+
+
+def test_embedded_defaults_allow_anonymous_reading_and_a_database_url_does_not(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    code = "print(s.FLOE_ALLOW_ANONYMOUS, s.DATABASES['default']['ENGINE'], s.CELERY_BROKER_URL)"
+    embedded = _settings_in_subprocess(tmp_path, code)
+    assert embedded.stdout.split() == [
+        "True", "django.db.backends.sqlite3", f"sqla+sqlite:///{tmp_path}/celery-broker.sqlite3"
+    ]
+    server = _settings_in_subprocess(tmp_path, code, DATABASE_URL="postgres://u:p@db/floe")
+    assert server.stdout.split()[:2] == ["False", "django.db.backends.postgresql"]
+    explicit = _settings_in_subprocess(tmp_path, code, FLOE_ALLOW_ANONYMOUS="false")
+    assert explicit.stdout.split()[0] == "False"
+
+
+def test_the_generated_secret_key_is_kept(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    first = _settings_in_subprocess(tmp_path, "print(s.SECRET_KEY)").stdout.strip()
+    second = _settings_in_subprocess(tmp_path, "print(s.SECRET_KEY)").stdout.strip()
+    assert len(first) > 40 and first == second
+    assert (tmp_path / "secret-key").stat().st_mode & 0o077 == 0
+
+
+def test_a_bad_value_stops_the_process_naming_the_variable(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    done = _settings_in_subprocess(tmp_path, "pass", FLOE_DEBUG="maybe")
+    assert done.returncode != 0
+    assert "FLOE_DEBUG='maybe' is not a boolean" in done.stderr
