@@ -49,6 +49,9 @@ def main() -> int:
     if settings.FLOE_WAREHOUSE_IS_DEMO:
         ensure_demo_warehouse(settings.FLOE_WAREHOUSE)
 
+    from django.db import connections
+
+    connections.close_all()  # this process only supervises from here on
     commands = {"web": web_command(host, port), "worker": worker_command()}
     display_host = f"[{host}]" if ":" in host else host
     _say(f"Floe: http://{display_host}:{port}/ · warehouse {settings.FLOE_WAREHOUSE} · Ctrl-C stops")

@@ -4,13 +4,13 @@ from django.urls import include, path
 
 from explorer import views
 
-app_name_patterns = (
+explorer_patterns = (
     [path("", views.table_list, name="tables")],
     "explorer",
 )
 
 urlpatterns = [
-    path("", include(app_name_patterns)),
+    path("", include(explorer_patterns)),
     path("api/", include("api.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
