@@ -1,0 +1,145 @@
+"""The ``floe`` command (see ARCHITECTURE.md: a stable contract).
+
+``--json`` prints one JSON document on stdout; errors print one line on stderr and exit
+non-zero. ``TABLE`` is a table directory or a ``*.metadata.json`` file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from floe import inspect
+from floe.catalog.filesystem import load_table_metadata
+from floe.errors import FloeError
+from floe.io import FileIO
+
+__all__ = ["main"]
+
+
+def _load(args: argparse.Namespace) -> tuple[FileIO, str, Any]:
+    io = FileIO()
+    location, md = load_table_metadata(io, args.table)
+    return io, location, md
+
+
+def _print_json(doc: Any) -> None:
+    json.dump(doc, sys.stdout, indent=2, sort_keys=False, default=str)
+    sys.stdout.write("\n")
+
+
+def _print_table(rows: list[dict[str, Any]], columns: Sequence[str]) -> None:
+    """A plain aligned text table of the chosen columns."""
+    cells = [[("" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows]
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
+    for row in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+
+
+def cmd_describe(args: argparse.Namespace) -> None:
+    _, location, md = _load(args)
+    doc = inspect.describe(md, location)
+    if args.json:
+        _print_json(doc)
+        return
+    print(f"table         {md.location}")
+    print(f"metadata      {location}")
+    print(f"format        v{doc['format_version']}   uuid {doc['table_uuid']}")
+    print(f"current       snapshot {doc['current_snapshot_id']}   schema {doc['current_schema_id']}"
+          f"   spec {doc['default_spec_id']}   sort order {doc['default_sort_order_id']}")
+    print(f"snapshots     {doc['snapshot_count']}")
+    print()
+    print(str(md.schema()))
+    for spec in md.partition_specs:
+        mark = "*" if spec.spec_id == md.default_spec_id else " "
+        fields = ", ".join(f"{f.name}={f.transform}({f.source_id})" for f in spec.fields)
+        print(f"{mark} spec {spec.spec_id}: [{fields}]")
+    for order in md.sort_orders:
+        mark = "*" if order.order_id == md.default_sort_order_id else " "
+        print(f"{mark} sort order {order.order_id}: {order.to_json()['fields']}")
+    if doc["refs"]:
+        print()
+        _print_table(doc["refs"], ["name", "type", "snapshot_id"])
+    if doc["properties"]:
+        print()
+        for k, v in sorted(doc["properties"].items()):
+            print(f"{k} = {v}")
+
+
+def cmd_snapshots(args: argparse.Namespace) -> None:
+    _, _, md = _load(args)
+    rows = inspect.snapshot_rows(md)
+    if args.json:
+        _print_json(rows)
+    else:
+        _print_table(rows, ["snapshot_id", "parent_id", "sequence_number", "timestamp_ms",
+                            "operation", "manifest_list"])
+
+
+def cmd_manifests(args: argparse.Namespace) -> None:
+    io, _, md = _load(args)
+    rows = inspect.manifest_rows(io, md, inspect.resolve_snapshot(md, args.snapshot))
+    if args.json:
+        _print_json(rows)
+    else:
+        _print_table(rows, ["content", "partition_spec_id", "added_files_count",
+                            "existing_files_count", "deleted_files_count", "path"])
+
+
+def cmd_files(args: argparse.Namespace) -> None:
+    io, _, md = _load(args)
+    snapshot = inspect.resolve_snapshot(md, args.snapshot)
+    if getattr(args, "filter", None):
+        raise FloeError("--filter needs scan planning, which this version of floe lacks")
+    rows = inspect.file_rows(io, md, snapshot)
+    if args.json:
+        _print_json(rows)
+    else:
+        for r in rows:
+            r["partition"] = json.dumps(r["partition"], default=str)
+        _print_table(rows, ["content", "spec_id", "partition", "record_count",
+                            "file_size_in_bytes", "file_path"])
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="floe", description="Inspect Apache Iceberg tables.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def command(name: str, func: Any, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("table", help="table directory or *.metadata.json file")
+        p.add_argument("--json", action="store_true", help="one JSON document on stdout")
+        p.set_defaults(func=func)
+        return p
+
+    command("describe", cmd_describe, "format, schemas, specs, sort orders, properties, refs")
+    command("snapshots", cmd_snapshots, "one row per snapshot")
+    p = command("manifests", cmd_manifests, "the manifest list of a snapshot")
+    p.add_argument("--snapshot", type=int, help="snapshot id (default: current)")
+    p = command("files", cmd_files, "live data and delete files of a snapshot")
+    p.add_argument("--snapshot", type=int, help="snapshot id (default: current)")
+    p.add_argument("--filter", help="SQL-style predicate")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        args.func(args)
+    except FloeError as e:
+        print(f"floe: {e}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0
+    except OSError as e:
+        print(f"floe: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
