@@ -1,0 +1,99 @@
+"""The floe command on tables floe wrote (Java-written tables: tests/interop)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from floe.cli import main
+from floe.demo import create_demo_warehouse
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory):
+    root = tmp_path_factory.mktemp("wh")
+    create_demo_warehouse(str(root))
+    return root
+
+
+def run_json(capsys, *args):
+    assert main([*args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_describe(warehouse, capsys):
+    doc = run_json(capsys, "describe", str(warehouse / "web" / "events"))
+    assert doc["format_version"] == 2
+    assert doc["metadata_location"].endswith("metadata/v7.metadata.json")
+    assert doc["snapshot_count"] == 6
+    assert [f["name"] for f in doc["schemas"][0]["fields"]][:2] == ["event_id", "user_id"]
+    spec = doc["partition_specs"][0]["fields"]
+    assert [(f["name"], f["transform"]) for f in spec] == [("ts_day", "day"), ("user_id_bucket", "bucket[4]")]
+    assert doc["refs"] == [{"name": "main", "type": "branch", "snapshot_id": doc["current_snapshot_id"],
+                            "min_snapshots_to_keep": None, "max_snapshot_age_ms": None, "max_ref_age_ms": None}]
+
+
+def test_describe_a_metadata_file(warehouse, capsys):
+    path = warehouse / "sales" / "orders" / "metadata" / "v2.metadata.json"
+    doc = run_json(capsys, "describe", str(path))
+    assert doc["format_version"] == 1 and doc["snapshot_count"] == 1
+
+
+def test_snapshots_manifests_files_agree(warehouse, capsys):
+    table = str(warehouse / "web" / "events")
+    snaps = run_json(capsys, "snapshots", table)
+    assert len(snaps) == 6 and snaps[0]["parent_id"] is None
+    assert [s["sequence_number"] for s in snaps] == [1, 2, 3, 4, 5, 6]
+    assert all(s["operation"] == "append" for s in snaps)
+    current = snaps[-1]
+    manifests = run_json(capsys, "manifests", table)
+    assert len(manifests) == 6
+    assert sum(m["added_files_count"] + m["existing_files_count"] for m in manifests) == int(
+        current["summary"]["total-data-files"])
+    files = run_json(capsys, "files", table)
+    assert len(files) == int(current["summary"]["total-data-files"])
+    assert sum(f["record_count"] for f in files) == int(current["summary"]["total-records"])
+    first = run_json(capsys, "files", table, "--snapshot", str(snaps[0]["snapshot_id"]))
+    assert sum(f["record_count"] for f in first) == int(snaps[0]["summary"]["total-records"])
+    assert all(f["sequence_number"] == 1 for f in first)
+
+
+def test_text_output(warehouse, capsys):
+    assert main(["snapshots", str(warehouse / "iot" / "readings")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:3] == ["snapshot_id", "parent_id", "sequence_number"] and len(out) == 4
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["describe", "/nonexistent/table"], "/nonexistent/table"),
+        (["manifests", "{table}", "--snapshot", "42"], "snapshot 42 does not exist"),
+    ],
+)
+def test_errors_are_one_line_on_stderr(warehouse, args, message):
+    args = [a.format(table=warehouse / "web" / "events") for a in args]
+    proc = subprocess.run([sys.executable, "-m", "floe.cli", *args], capture_output=True, text=True)
+    assert proc.returncode != 0 and proc.stdout == ""
+    assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr
+
+
+def test_corrupt_metadata_names_the_file(tmp_path):
+    meta = tmp_path / "t" / "metadata"
+    meta.mkdir(parents=True)
+    (meta / "v1.metadata.json").write_text('{"format-version": 2, "table-uuid": ')
+    proc = subprocess.run([sys.executable, "-m", "floe.cli", "describe", str(tmp_path / "t")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert str(meta / "v1.metadata.json") in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_unknown_format_version(tmp_path):
+    path = tmp_path / "v1.metadata.json"
+    path.write_text(json.dumps({"format-version": 4, "table-uuid": "x", "location": "/x"}))
+    proc = subprocess.run([sys.executable, "-m", "floe.cli", "describe", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "format version 4" in proc.stderr
+    assert os.path.exists(path)
