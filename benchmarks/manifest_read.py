@@ -1,0 +1,115 @@
+"""Manifest decoding: floe vs PyIceberg on one manifest of 100k entries with statistics.
+
+Writes (in a temporary directory) a v2 manifest partitioned by ``day(ts), bucket(16, id)``
+whose entries carry column sizes, value/null counts and bounds for 10 columns, then times
+decoding it, best of 3:
+
+- floe: ``read_manifest`` (count maps decoded on first use, the default);
+- floe (eager): ``read_manifest(..., lazy_stats=False)``, every map decoded;
+- PyIceberg: ``ManifestFile.fetch_manifest_entry(io, discard_deleted=False)``.
+
+Usage: ``python benchmarks/manifest_read.py [entries]``.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+from floe.io import FileIO
+from floe.manifest import (
+    DataFile,
+    FileContent,
+    FileFormat,
+    ManifestFile,
+    ManifestWriter,
+    read_manifest,
+)
+from floe.partitioning import parse_partition_by
+from floe.schema import Schema
+from floe.types import LONG, STRING, TIMESTAMP, NestedField
+
+COLUMNS = 10
+
+
+def _schema() -> Schema:
+    fields = [NestedField(1, "id", LONG, required=True), NestedField(2, "ts", TIMESTAMP)]
+    fields += [NestedField(i, f"c{i}", LONG if i % 2 else STRING) for i in range(3, COLUMNS + 1)]
+    return Schema(*fields)
+
+
+def write(path: str, entries: int) -> ManifestFile:
+    schema = _schema()
+    spec = parse_partition_by("day(ts), bucket(16, id)", schema)
+    w = ManifestWriter(FileIO(), path, spec, schema, 2, snapshot_id=1)
+    ids = range(1, COLUMNS + 1)
+    for n in range(entries):
+        w.add(DataFile(
+            content=FileContent.DATA,
+            file_path=f"s3://bucket/warehouse/db/t/data/ts_day=2024-01-{n % 28 + 1:02d}/"
+                      f"id_bucket={n % 16}/{n:08d}-0-3f1c2d4e-00001.parquet",
+            file_format=FileFormat.PARQUET,
+            partition=(19723 + n % 28, n % 16),
+            record_count=100_000 + n,
+            file_size_in_bytes=8_000_000 + n,
+            column_sizes={i: 200_000 + i * n % 977 for i in ids},
+            value_counts={i: 100_000 + n for i in ids},
+            null_value_counts={i: n % 7 for i in ids},
+            nan_value_counts={},
+            lower_bounds={i: (n * i).to_bytes(8, "little") for i in ids},
+            upper_bounds={i: (n * i + 99).to_bytes(8, "little") for i in ids},
+            split_offsets=[4],
+            sort_order_id=0,
+        ))
+    written = w.close()
+    return ManifestFile(path, written.manifest_length, spec.spec_id, sequence_number=1,
+                        added_snapshot_id=1)
+
+
+def best_of(fn: Callable[[], Any], runs: int = 3) -> tuple[float, Any]:
+    best, out = float("inf"), None
+    for _ in range(runs):
+        t = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t)
+    return best, out
+
+
+def main() -> None:
+    entries = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+    from pyiceberg.manifest import ManifestFile as PyManifestFile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = f"{tmp}/manifest.avro"
+        t = time.perf_counter()
+        mf = write(path, entries)
+        print(f"wrote {entries} entries ({mf.manifest_length / 1e6:.1f} MB) with floe in "
+              f"{time.perf_counter() - t:.1f}s")
+        fio, pio = FileIO(), PyArrowFileIO()
+        py_mf = PyManifestFile.from_args(
+            manifest_path=path, manifest_length=mf.manifest_length, partition_spec_id=0,
+            content=0, sequence_number=1, min_sequence_number=1, added_snapshot_id=1)
+
+        def floe_full() -> Any:
+            out = read_manifest(fio, mf, lazy_stats=False)
+            return out
+
+        rows = [
+            ("floe", *best_of(lambda: read_manifest(fio, mf))),
+            ("floe (eager stats)", *best_of(floe_full)),
+            ("pyiceberg", *best_of(lambda: py_mf.fetch_manifest_entry(
+                pio, discard_deleted=False))),
+        ]
+    for _, _, out in rows:
+        assert len(out) == entries
+    print(f"{'engine':<20} {'entries/s':>12} {'seconds':>9}")
+    for name, secs, _ in rows:
+        print(f"{name:<20} {entries / secs:>12,.0f} {secs:>9.3f}")
+
+
+if __name__ == "__main__":
+    main()
