@@ -31,7 +31,7 @@ from floe.types import (
 )
 
 __all__ = ["schema_to_arrow", "to_arrow_type", "ParquetFileMetrics", "write_parquet",
-           "collect_metrics", "DEFAULT_TRUNCATE_LENGTH"]
+           "collect_metrics", "DEFAULT_TRUNCATE_LENGTH", "from_arrow_value"]
 
 FIELD_ID_KEY = b"PARQUET:field_id"
 DEFAULT_TRUNCATE_LENGTH = 16
@@ -92,10 +92,10 @@ class ParquetFileMetrics:
     split_offsets: list[int] = field(default_factory=list)
 
 
-def _to_internal(t: PrimitiveType, v: Any) -> Any:
+def from_arrow_value(t: PrimitiveType, v: Any) -> Any:
     """An Arrow scalar's Python value → floe's value representation (core-api.md)."""
-    if v is None:
-        return None
+    if v is None or isinstance(v, int) and not isinstance(v, bool):
+        return v  # already a day / micro count (transform results) or a plain integer
     if isinstance(t, DateType):
         return (v - _EPOCH_DATE).days
     if isinstance(t, (TimestampType, TimestamptzType)):
@@ -202,8 +202,8 @@ def collect_metrics(
             if hi_b is not None:
                 m.upper_bounds[fid] = hi_b
             continue
-        m.lower_bounds[fid] = conversions.to_bytes(t, _to_internal(t, lo))
-        m.upper_bounds[fid] = conversions.to_bytes(t, _to_internal(t, hi))
+        m.lower_bounds[fid] = conversions.to_bytes(t, from_arrow_value(t, lo))
+        m.upper_bounds[fid] = conversions.to_bytes(t, from_arrow_value(t, hi))
     return m
 
 

@@ -24,7 +24,7 @@ from floe.catalog.filesystem import (
 )
 from floe.errors import CommitConflict, ValidationError
 from floe.io import FileIO
-from floe.io.parquet import write_parquet
+from floe.io.parquet import from_arrow_value, write_parquet
 from floe.manifest import (
     DataFile,
     FileContent,
@@ -42,6 +42,7 @@ from floe.schema import Schema
 from floe.snapshots import MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRef
 from floe.sorting import UNSORTED_SORT_ORDER, SortOrder
 from floe.transforms import transform_arrow
+from floe.types import PrimitiveType
 
 __all__ = ["create_table", "append", "new_snapshot_id"]
 
@@ -88,10 +89,13 @@ def _partition_rows(
     if spec.is_unpartitioned:
         return [((), rows)]
     keys = []
-    for pf in spec.fields:
+    for pf, pfield in zip(spec.fields, spec.partition_type(schema).fields, strict=True):
         source = schema.find_field(pf.source_id)
         column = rows.column(schema.find_column_name(pf.source_id) or source.name)
-        keys.append(transform_arrow(pf.transform, source.field_type, column.combine_chunks()).to_pylist())
+        values = transform_arrow(pf.transform, source.field_type, column.combine_chunks())
+        result_type = pfield.field_type
+        assert isinstance(result_type, PrimitiveType)
+        keys.append([from_arrow_value(result_type, v) for v in values.to_pylist()])
     groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
     for i, key in enumerate(zip(*keys, strict=True)):
         groups[key].append(i)
