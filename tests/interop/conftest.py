@@ -49,8 +49,8 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> Any:
         pytest.skip(why)
     artifacts = REPO / "test-artifacts"
     artifacts.mkdir(exist_ok=True)
-    log = artifacts / "oracle-server.log"
-    log.write_text("")
+    # one log per session: other pytest sessions may be running beside this one
+    log = artifacts / f"oracle-server-{os.getpid()}.log"
     warehouse = tmp_path_factory.mktemp("oracle-warehouse")
     t0 = time.monotonic()
     try:

@@ -140,9 +140,17 @@ class Server:
     def op_duckdb(self, req):
         if self._duckdb is None:
             self._duckdb = self.oracle.duckdb_connection()
-        cur = self._duckdb.execute(req["sql"])
-        cols = [d[0] for d in cur.description] if cur.description else []
-        return [{c: _jsonable(v) for c, v in zip(cols, row)} for row in cur.fetchall()]
+        try:
+            cur = self._duckdb.execute(req["sql"])
+            if not cur.description:
+                return []
+            # through Arrow: DuckDB's own Python conversion of timestamptz needs pytz
+            return _arrow_rows(cur.fetch_arrow_table())
+        except Exception:
+            # an internal error leaves the connection unusable: start afresh next time
+            self._duckdb.close()
+            self._duckdb = None
+            raise
 
     # ------------------------------------------------------------------ loop
     def handle(self, req):

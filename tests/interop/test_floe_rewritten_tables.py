@@ -231,3 +231,21 @@ def test_pyiceberg_reads_the_rewritten_table_like_the_original(
     for table, rows in expected["inspect"].items():
         assert _sorted_rows(copied["inspect"][table]) == _sorted_rows(rows), table
     assert copied["metadata"] == expected["metadata"]
+
+
+# DuckDB 1.5.5 fails with an internal error on equality deletes next to a NULL partition
+# (a known DuckDB bug, see the oracle's README), on the Java-written original as well.
+@pytest.mark.parametrize("name", [n for n in TABLE_NAMES if n != "eqdel_v2"])
+def test_duckdb_reads_the_rewritten_table_like_the_original(
+    oracle: Any, rewritten: dict[str, Rewritten], name: str
+) -> None:
+    copy = rewritten[name]
+    options = ", metadata_compression_codec='gzip'" if copy.source.gzip else ""
+
+    def scan(metadata: Path) -> list[dict[str, Any]]:
+        rows = oracle.duckdb(f"SELECT * FROM iceberg_scan('{metadata}'{options})")
+        return _sorted_rows(rows)
+
+    original = scan(copy.source.metadata_files()[-1])
+    assert original, f"DuckDB read no rows from {copy.source.name}"
+    assert scan(copy.latest_metadata()) == original
