@@ -86,7 +86,8 @@ def json_diff(got: Any, expected: Any, path: str = "$") -> list[str]:
                 out += json_diff(got[k], expected[k], f"{path}.{k}")
         return out
     if isinstance(got, list) and isinstance(expected, list) and len(got) == len(expected):
-        return [d for i, (g, e) in enumerate(zip(got, expected)) for d in json_diff(g, e, f"{path}[{i}]")]
+        pairs = enumerate(zip(got, expected, strict=True))
+        return [d for i, (g, e) in pairs for d in json_diff(g, e, f"{path}[{i}]")]
     if got != expected or type(got) is not type(expected):
         return [f"{path}: got {got!r}, expected {expected!r}"]
     return []

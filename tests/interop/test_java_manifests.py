@@ -235,7 +235,8 @@ def test_decoded_bounds_agree_with_sparks_readable_metrics(
             t = schema.find_type(field_id)
             assert isinstance(t, PrimitiveType)
             got = {}
-            for bound, raw_map in (("lower_bound", df.lower_bounds), ("upper_bound", df.upper_bounds)):
+            bounds = (("lower_bound", df.lower_bounds), ("upper_bound", df.upper_bounds))
+            for bound, raw_map in bounds:
                 raw = (raw_map or {}).get(field_id)
                 got[bound] = None if raw is None else spark_json(t, from_bytes(t, raw))
             got["column_size"] = (df.column_sizes or {}).get(field_id)

@@ -131,7 +131,8 @@ def test_floe_transforms_reproduce_javas_partition_values(
             )
             if got != expected:
                 problems.append(f"{Path(path).name}: floe {got} != Java {expected}")
-        for field, col, scalars in zip(spec.fields, arrow_cols, zip(*rows, strict=True), strict=True):
+        scalar_cols = zip(*rows, strict=True)
+        for field, col, scalars in zip(spec.fields, arrow_cols, scalar_cols, strict=True):
             if col != list(scalars):
                 problems.append(
                     f"{Path(path).name}: transform_arrow {field.transform} gives {col}, the "
