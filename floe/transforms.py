@@ -330,8 +330,11 @@ class TruncateTransform(Transform):
     def _bind(self, source_type: PrimitiveType) -> Fn:
         w = self.width
         if isinstance(source_type, (IntegerType, LongType)):
-            # Python's % is a floor modulo, so this is the spec's v - (((v % W) + W) % W)
-            return lambda v: None if v is None else v - v % w
+            # Python's % is a floor modulo, so this is the spec's v - (((v % W) + W) % W).
+            # Java computes it in 32 / 64 bits and wraps near the minimum
+            # (truncate[10](-2**31) == 2**31 - 2); tables Java wrote carry those values.
+            bits = 32 if isinstance(source_type, IntegerType) else 64
+            return lambda v: None if v is None else _wrap(v - v % w, bits)
         if isinstance(source_type, DecimalType):
             scale = source_type.scale
 
@@ -598,15 +601,25 @@ def transform_arrow(
         return _temporal_arrow(transform, source_type, _iceberg_ints(source_type, array))
     if isinstance(transform, TruncateTransform):
         if isinstance(source_type, (IntegerType, LongType)):
-            values = array.cast(pa.int64())
             w = transform.width
-            return pc.multiply_checked(_floor_div(values, w), w).cast(array.type)
+            # unchecked multiply: wraps in 64 bits exactly as Java's long arithmetic does
+            floor = pc.multiply(_floor_div(array.cast(pa.int64()), w), w)
+            if isinstance(source_type, IntegerType):
+                floor = pc.subtract(pc.bit_wise_and(pc.add(floor, 1 << 31), (1 << 32) - 1),
+                                    1 << 31)  # wrap into 32 bits like Java's int arithmetic
+            return floor.cast(array.type)
         if isinstance(source_type, StringType):
             return pc.utf8_slice_codeunits(array, 0, transform.width)  # slices code points
         if isinstance(source_type, BinaryType):
             return pc.binary_slice(array, 0, transform.width)
         return _scalar_arrow(transform, source_type, array, array.type)
     return _scalar_arrow(transform, source_type, _iceberg_ints(source_type, array), pa.int32())
+
+
+def _wrap(value: int, bits: int) -> int:
+    """``value`` as a ``bits``-wide two's-complement integer (Java's overflow)."""
+    half = 1 << (bits - 1)
+    return ((value + half) & ((1 << bits) - 1)) - half
 
 
 def _scalar_arrow(

@@ -499,8 +499,6 @@ def field_to_json(f: NestedField) -> dict[str, Any]:
 
 
 def type_to_json(t: IcebergType) -> Any:
-    if isinstance(t, DecimalType):
-        return f"decimal({t.precision},{t.scale})"
     if isinstance(t, PrimitiveType):
         return str(t)
     if isinstance(t, StructType):

@@ -36,8 +36,8 @@ def test_parse_primitive_rejects(text):
         parse_primitive(text)
 
 
-def test_decimal_json_has_no_space():
-    assert type_to_json(DecimalType(10, 3)) == "decimal(10,3)"
+def test_decimal_json_is_spelled_like_java():
+    assert type_to_json(DecimalType(10, 3)) == "decimal(10, 3)"
 
 
 def test_nested_json_round_trip():

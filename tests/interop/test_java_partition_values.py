@@ -118,8 +118,6 @@ def test_floe_transforms_reproduce_javas_partition_values(
         if spec.is_unpartitioned:
             continue
         arrow = pq.read_table(path)
-        if _overflows(name, arrow):
-            continue
         rows, arrow_cols = _spec_values(spec, schema, arrow, path)
         assert rows, f"{path}: empty data file"
         ptype = spec.partition_type(schema)
@@ -169,12 +167,6 @@ def test_partition_fixture_covers_every_transform(spark_tables: dict[str, SparkT
         assert (t, typ.replace(", ", ",")) in seen or expected in seen, expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="floe.transforms truncate[10](-2**31) gives -2147483650 (not an int; transform_arrow "
-    "raises ArrowInvalid), Java wraps to 2147483646; long: -9223372036854775810 vs Java "
-    "9223372036854775806",
-)
 @pytest.mark.parametrize("name", ["truncate_v1", "truncate_v2"])
 def test_truncate_overflow_matches_java(
     spark_tables: dict[str, SparkTable], spark_metadata: Any, name: str

@@ -41,29 +41,13 @@ def test_every_metadata_version_round_trips_to_javas_json(
         raw = _raw(path)
         md = _parse(path)
         assert md.format_version == spark_tables[name].format_version
-        got = _java_decimal_spelling(metadata_to_json(md))
+        got = metadata_to_json(md)
         diff = json_diff(got, raw)
         assert not diff, f"{path.name}: floe's JSON differs from Java's:\n" + "\n".join(diff)
         assert list(got) == list(raw), f"{path.name}: key order differs"
         assert _parse_bytes(serialize_metadata(md), path) == md, path.name
 
 
-def _java_decimal_spelling(doc: Any) -> Any:
-    """Java writes ``decimal(9, 2)``; floe ``decimal(9,2)`` (both valid, see the test below)."""
-    if isinstance(doc, dict):
-        return {k: _java_decimal_spelling(v) for k, v in doc.items()}
-    if isinstance(doc, list):
-        return [_java_decimal_spelling(v) for v in doc]
-    if isinstance(doc, str) and doc.startswith("decimal(") and ", " not in doc:
-        return doc.replace(",", ", ")
-    return doc
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="floe.types.type_to_json writes 'decimal(9,2)'; Java's TableMetadataParser writes "
-    "'decimal(9, 2)' (both parse; metadata_to_json promises Java's JSON)",
-)
 def test_decimal_type_is_spelled_like_java(spark_tables: dict[str, SparkTable]) -> None:
     path = spark_tables["evolve_v2"].metadata_files()[0]
     raw = _raw(path)
