@@ -1,0 +1,298 @@
+"""The catalog contract: names → tables, and the one commit primitive (spec "Metastore Tables",
+"File System Tables").
+
+A catalog maps a :class:`TableIdentifier` to the location of the table's current metadata file
+and swaps that pointer atomically. Everything else a write needs (updates, requirements, the
+retry loop, snapshot production) lives in :mod:`floe.table` and talks to a catalog only
+through :meth:`Catalog._commit`, so the same transaction runs against a file-system table and
+a SQL pointer table.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from floe.errors import FloeError, NotFound, ValidationError
+from floe.io import FileIO
+from floe.metadata import TableMetadata, new_table_metadata, parse_metadata
+from floe.partitioning import UNPARTITIONED, PartitionSpec
+from floe.schema import Schema
+from floe.sorting import UNSORTED_SORT_ORDER, SortOrder
+
+if TYPE_CHECKING:
+    from floe.table import Table
+
+__all__ = [
+    "Catalog",
+    "Namespace",
+    "TableAlreadyExists",
+    "TableIdentifier",
+    "UnsupportedOperation",
+    "validate_name",
+    "to_namespace",
+]
+
+log = logging.getLogger(__name__)
+
+Namespace = tuple[str, ...]
+
+#: Table properties that govern the metadata log (Java ``TableProperties``).
+PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
+PREVIOUS_VERSIONS_MAX_DEFAULT = 100
+DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
+DELETE_AFTER_COMMIT_DEFAULT = False
+
+
+class TableAlreadyExists(ValidationError):
+    """``create_table`` / ``register_table`` / ``rename_table`` onto a name that is taken."""
+
+
+class UnsupportedOperation(FloeError):
+    """The catalog cannot do this (e.g. renaming a file-system table)."""
+
+
+def validate_name(part: str, what: str = "name") -> str:
+    """A namespace level or table name that is safe as a directory name.
+
+    Rejects empty names, ``/``, ``\\``, ``..``, NUL and a leading ``.`` (hidden files and
+    path traversal), before anything is read or written.
+    """
+    if not isinstance(part, str) or not part:
+        raise ValidationError(f"invalid {what} {part!r}: must be a non-empty string")
+    if "/" in part or "\\" in part or "\x00" in part or ".." in part or part.startswith("."):
+        raise ValidationError(
+            f"invalid {what} {part!r}: must not contain '/', '\\', '..' or NUL, nor start "
+            f"with '.'"
+        )
+    return part
+
+
+def to_namespace(ns: str | Iterable[str]) -> Namespace:
+    """``"a.b"`` or ``("a", "b")`` → ``("a", "b")``, each level validated."""
+    levels = tuple(ns.split(".")) if isinstance(ns, str) else tuple(ns)
+    return tuple(validate_name(level, "namespace") for level in levels)
+
+
+@dataclass(frozen=True, slots=True)
+class TableIdentifier:
+    """A table's name in a catalog: a namespace (one or more levels) and a table name."""
+
+    namespace: Namespace
+    name: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.namespace, tuple):
+            object.__setattr__(self, "namespace", to_namespace(self.namespace))
+        else:
+            to_namespace(self.namespace)
+        validate_name(self.name, "table name")
+
+    @classmethod
+    def parse(cls, text: str) -> TableIdentifier:
+        """``"db.events"`` or ``"a.b.events"``: the last level is the table name."""
+        parts = text.split(".")
+        if len(parts) < 2:
+            raise ValidationError(
+                f"invalid table identifier {text!r}: expected namespace.table")
+        return cls(tuple(parts[:-1]), parts[-1])
+
+    @classmethod
+    def of(cls, ident: TableIdentifier | str | tuple[str, ...]) -> TableIdentifier:
+        if isinstance(ident, TableIdentifier):
+            return ident
+        if isinstance(ident, str):
+            return cls.parse(ident)
+        if len(ident) < 2:
+            raise ValidationError(f"invalid table identifier {ident!r}: expected namespace + name")
+        return cls(tuple(ident[:-1]), ident[-1])
+
+    def __str__(self) -> str:
+        return ".".join((*self.namespace, self.name))
+
+
+def new_metadata_file_name(version: int) -> str:
+    """Metastore-style metadata file name ``<NNNNN>-<uuid>.metadata.json`` (Java's
+    ``BaseMetastoreTableOperations``)."""
+    return f"{version:05d}-{uuid.uuid4()}.metadata.json"
+
+
+class Catalog(ABC):
+    """Names → tables. Subclasses implement storage of namespaces and the pointer swap.
+
+    ``_commit(ident, base_location, new_metadata)`` is the only write primitive the
+    transaction machinery uses: it stores ``new_metadata`` as a new file and makes it
+    current *only if* the current pointer is still ``base_location`` (``None`` = the table
+    must not exist yet). It raises :class:`~floe.errors.CommitConflict` when the pointer
+    moved and :class:`~floe.errors.CommitStateUnknown` when the swap was attempted but its
+    outcome is unknown (then nothing written may be deleted).
+    """
+
+    def __init__(self, name: str, io: FileIO | None = None) -> None:
+        self.name = name
+        self.io = io if io is not None else FileIO()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+    # -- namespaces ----------------------------------------------------------------------
+
+    @abstractmethod
+    def list_namespaces(self, parent: str | Iterable[str] = ()) -> list[Namespace]:
+        """Namespaces directly under ``parent`` (top level for ``()``)."""
+
+    @abstractmethod
+    def create_namespace(
+        self, namespace: str | Iterable[str], properties: Mapping[str, str] | None = None
+    ) -> None:
+        """Create a namespace; TableAlreadyExists-style ValidationError when it exists."""
+
+    @abstractmethod
+    def drop_namespace(self, namespace: str | Iterable[str]) -> None:
+        """Drop an empty namespace; NotFound when missing, ValidationError when not empty."""
+
+    @abstractmethod
+    def load_namespace_properties(self, namespace: str | Iterable[str]) -> dict[str, str]:
+        """Properties of a namespace; NotFound when missing."""
+
+    def namespace_exists(self, namespace: str | Iterable[str]) -> bool:
+        try:
+            self.load_namespace_properties(namespace)
+        except NotFound:
+            return False
+        return True
+
+    # -- tables --------------------------------------------------------------------------
+
+    @abstractmethod
+    def list_tables(self, namespace: str | Iterable[str]) -> list[TableIdentifier]:
+        """Tables directly in a namespace, sorted by name."""
+
+    @abstractmethod
+    def metadata_location(self, ident: TableIdentifier | str) -> str:
+        """Location of the table's current metadata file; NotFound when there is no table."""
+
+    @abstractmethod
+    def default_table_location(self, ident: TableIdentifier) -> str:
+        """Where ``create_table`` puts a table when no location is given."""
+
+    @abstractmethod
+    def drop_table(self, ident: TableIdentifier | str, purge: bool = False) -> None:
+        """Forget a table; with ``purge`` also delete its data and metadata files."""
+
+    @abstractmethod
+    def register_table(self, ident: TableIdentifier | str, metadata_location: str) -> Table:
+        """Make an existing metadata file the current metadata of a new table name."""
+
+    def rename_table(self, src: TableIdentifier | str, dst: TableIdentifier | str) -> Table:
+        raise UnsupportedOperation(f"catalog {self.name!r} ({type(self).__name__}) cannot "
+                                   f"rename tables")
+
+    @abstractmethod
+    def _commit(
+        self, ident: TableIdentifier, base_location: str | None, new_metadata: TableMetadata
+    ) -> str:
+        """Write ``new_metadata`` and swap the pointer from ``base_location``; return the new
+        metadata location. See the class docstring for the errors."""
+
+    # -- shared behaviour ----------------------------------------------------------------
+
+    def load_table(self, ident: TableIdentifier | str) -> Table:
+        from floe.table import Table
+
+        ident = TableIdentifier.of(ident)
+        location = self.metadata_location(ident)
+        metadata = parse_metadata(self.io.read(location), location)
+        return Table(self, ident, metadata, location)
+
+    def table_exists(self, ident: TableIdentifier | str) -> bool:
+        try:
+            self.metadata_location(TableIdentifier.of(ident))
+        except NotFound:
+            return False
+        return True
+
+    def create_table(
+        self,
+        ident: TableIdentifier | str,
+        schema: Schema,
+        spec: PartitionSpec = UNPARTITIONED,
+        sort_order: SortOrder = UNSORTED_SORT_ORDER,
+        properties: Mapping[str, str] | None = None,
+        location: str | None = None,
+        format_version: int = 2,
+    ) -> Table:
+        """Create an empty table (Java ``TableMetadata.newTableMetadata``): fresh field ids,
+        spec 0, sort order 1; TableAlreadyExists when the name is taken."""
+        from floe.table import Table
+
+        ident = TableIdentifier.of(ident)
+        if self.table_exists(ident):
+            raise TableAlreadyExists(f"table {ident} already exists in catalog {self.name!r}")
+        table_location = (location or self.default_table_location(ident)).rstrip("/")
+        metadata = new_table_metadata(
+            schema, spec, sort_order, table_location, properties, format_version
+        )
+        new_location = self.commit_metadata(ident, None, None, metadata)
+        return Table(self, ident, metadata, new_location)
+
+    def commit_metadata(
+        self,
+        ident: TableIdentifier,
+        base_location: str | None,
+        base: TableMetadata | None,
+        new_metadata: TableMetadata,
+    ) -> str:
+        """:meth:`_commit`, then delete metadata files that fell off the metadata log when
+        ``write.metadata.delete-after-commit.enabled`` (Java
+        ``deleteRemovedMetadataFiles``; failures to delete are only logged)."""
+        location = self._commit(ident, base_location, new_metadata)
+        if base is not None and _bool_property(
+            new_metadata, DELETE_AFTER_COMMIT, DELETE_AFTER_COMMIT_DEFAULT
+        ):
+            kept = {e.metadata_file for e in new_metadata.metadata_log}
+            for entry in base.metadata_log:
+                if entry.metadata_file not in kept:
+                    try:
+                        self.io.delete(entry.metadata_file, missing_ok=True)
+                    except (OSError, FloeError) as e:
+                        log.warning("could not delete old metadata file %s: %s",
+                                    entry.metadata_file, e)
+        return location
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release connections (SQL catalogs); nothing for a file-system catalog."""
+
+
+def _bool_property(md: TableMetadata, key: str, default: bool) -> bool:
+    raw = md.properties.get(key)
+    if raw is None:
+        return default
+    if raw.lower() in ("true", "false"):
+        return raw.lower() == "true"
+    raise ValidationError(f"table property {key}={raw!r} is not a boolean")
+
+
+def int_property(md: TableMetadata, key: str, default: int) -> int:
+    """An integer table property; ValidationError naming the key when it is not one."""
+    raw = md.properties.get(key)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValidationError(f"table property {key}={raw!r} is not an integer") from None
+
+
+def bool_property(md: TableMetadata, key: str, default: bool) -> bool:
+    return _bool_property(md, key, default)
