@@ -1,0 +1,303 @@
+"""Scan planning (spec "Scan Planning"): which files a scan reads, with which deletes.
+
+1. Select the snapshot (current, by id, as of a timestamp, or by branch/tag) and the schema
+   the scan reads with.
+2. Read the manifest list. Delete manifests first: skip those without live files and those
+   whose partition summaries cannot match, index the live delete files whose partition can
+   match (:class:`~floe.scan.delete_index.DeleteFileIndex`).
+3. Data manifests: skip by content counts, then by partition summaries (one evaluator per
+   spec id); data files pruned by their partition (inclusive projection of the filter
+   through the spec), then by their column metrics.
+4. Each kept data file becomes a :class:`FileScanTask` with its delete files and the
+   residual filter rows still have to pass.
+
+With ``explain=True`` every decision is recorded (:mod:`floe.scan.explain`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from floe.errors import NotFound, ValidationError
+from floe.manifest import DataFile, ManifestContent, ManifestFile, read_manifest_list
+from floe.metadata import TableMetadata
+from floe.scan.delete_index import DeleteFile, DeleteFileIndex
+from floe.scan.explain import FileDecision, Funnel, ManifestDecision, PlanExplain
+from floe.scan.filters import ScanFilter, SpecFilter
+from floe.scan.manifests import DEFAULT_CACHE, ManifestCache, read_live_entries
+from floe.schema import Schema
+from floe.snapshots import Snapshot
+
+__all__ = ["FileScanTask", "ScanPlan", "plan_files", "select_snapshot", "SnapshotSelection"]
+
+
+class FileScanTask(NamedTuple):
+    """One data file to read (Java's ``BaseFileScanTask``): its deletes and residual.
+
+    ``start``/``length`` describe the byte range; floe plans whole files (one task per file).
+    """
+
+    data_file: DataFile
+    delete_files: tuple[DeleteFile, ...]
+    residual: Any
+    spec_id: int
+    sequence_number: int
+    start: int = 0
+    length: int | None = None
+
+    @property
+    def file_path(self) -> str:
+        return self.data_file.file_path
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotSelection:
+    """The snapshot a scan reads and the schema it reads with."""
+
+    snapshot: Snapshot | None
+    schema: Schema
+    how: str
+
+
+@dataclass(slots=True)
+class ScanPlan:
+    """The result of :func:`plan_files`."""
+
+    metadata: TableMetadata
+    snapshot: Snapshot | None
+    schema: Schema
+    row_filter: Any
+    tasks: list[FileScanTask] = field(default_factory=list)
+    funnel: Funnel = field(default_factory=Funnel)
+    explain: PlanExplain | None = None
+    case_sensitive: bool = True
+
+    @property
+    def snapshot_id(self) -> int | None:
+        return None if self.snapshot is None else self.snapshot.snapshot_id
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-able summary (and the explain records when planned with ``explain=True``)."""
+        from floe.scan.explain import plan_to_json
+
+        return plan_to_json(self)
+
+
+def select_snapshot(
+    md: TableMetadata,
+    snapshot_id: int | None = None,
+    as_of_ms: int | None = None,
+    ref: str | None = None,
+) -> SnapshotSelection:
+    """Which snapshot and schema a scan reads (at most one selector may be given).
+
+    Like Iceberg Java (``SnapshotUtil.schemaFor``): a snapshot id, a timestamp or a tag read
+    with the schema the snapshot was written with; the current state and a branch read with
+    the table's current schema.
+    """
+    given = [x for x in (snapshot_id, as_of_ms, ref) if x is not None]
+    if len(given) > 1:
+        raise ValidationError("give at most one of a snapshot id, a timestamp and a ref")
+    if snapshot_id is not None:
+        snap = md.snapshot_by_id(snapshot_id)
+        if snap is None:
+            raise NotFound(f"snapshot {snapshot_id} does not exist in table {md.location}")
+        return SnapshotSelection(snap, _snapshot_schema(md, snap), f"snapshot {snapshot_id}")
+    if as_of_ms is not None:
+        snap = md.snapshot_as_of(as_of_ms)
+        if snap is None:
+            first = min((e.timestamp_ms for e in md.snapshot_log), default=None)
+            if first is None:
+                raise NotFound(f"table {md.location} has no snapshot log to travel back in")
+            raise NotFound(
+                f"timestamp {as_of_ms} is before the first snapshot of table {md.location} "
+                f"(committed at {first})"
+            )
+        return SnapshotSelection(snap, _snapshot_schema(md, snap), f"as of {as_of_ms}")
+    if ref is not None:
+        r = md.refs.get(ref)
+        if r is None:
+            if ref == "main":
+                return SnapshotSelection(md.current_snapshot(), md.schema(), "branch main")
+            raise NotFound(f"table {md.location} has no branch or tag named {ref!r}")
+        snap = md.snapshot_by_id(r.snapshot_id)
+        if snap is None:
+            raise NotFound(f"ref {ref!r} points to snapshot {r.snapshot_id}, which is missing")
+        kind = str(r.ref_type).lower()
+        schema = md.schema() if kind == "branch" else _snapshot_schema(md, snap)
+        return SnapshotSelection(snap, schema, f"{kind} {ref}")
+    return SnapshotSelection(md.current_snapshot(), md.schema(), "current")
+
+
+def _snapshot_schema(md: TableMetadata, snap: Snapshot) -> Schema:
+    if snap.schema_id is not None:
+        s = md.schema_by_id(snap.schema_id)
+        if s is not None:
+            return s
+    return md.schema()
+
+
+def plan_files(
+    io: Any,
+    metadata: TableMetadata,
+    snapshot_id: int | None = None,
+    as_of_ms: int | None = None,
+    ref: str | None = None,
+    row_filter: Any = None,
+    case_sensitive: bool = True,
+    explain: bool = False,
+    cache: ManifestCache | None = DEFAULT_CACHE,
+    processes: bool | None = None,
+) -> ScanPlan:
+    """Plan a scan: the data files to read, each with its delete files and residual.
+
+    ``row_filter`` is a filter string (parsed with :func:`floe.expressions.parse_filter`),
+    an unbound expression, or None for every row. Raises NotFound for an unknown snapshot or
+    ref and for a timestamp before the first snapshot; ValidationError for a bad filter.
+    """
+    sel = select_snapshot(metadata, snapshot_id, as_of_ms, ref)
+    scan_filter = ScanFilter(metadata, sel.schema, row_filter, case_sensitive)
+    plan = ScanPlan(metadata, sel.snapshot, sel.schema, scan_filter.expression,
+                    case_sensitive=case_sensitive)
+    if explain:
+        plan.explain = PlanExplain(snapshot_selection=sel.how)
+    if sel.snapshot is None:
+        return plan
+    if not sel.snapshot.manifest_list:
+        raise ValidationError(
+            f"snapshot {sel.snapshot.snapshot_id} lists its manifests inline (format v1 "
+            "without a manifest list), which floe does not read")
+    manifests = read_manifest_list(io, sel.snapshot.manifest_list)
+    _Planner(io, metadata, sel.schema, scan_filter, plan, cache, processes).run(manifests)
+    return plan
+
+
+class _Planner:
+    def __init__(self, io: Any, md: TableMetadata, schema: Schema, scan_filter: ScanFilter,
+                 plan: ScanPlan, cache: ManifestCache | None, processes: bool | None) -> None:
+        self.io = io
+        self.md = md
+        self.schema = schema
+        self.filter = scan_filter
+        self.plan = plan
+        self.cache = cache
+        self.processes = processes
+        self.funnel = plan.funnel
+        self.explain = plan.explain
+
+    def run(self, manifests: Sequence[ManifestFile]) -> None:
+        deletes = [m for m in manifests if m.content == ManifestContent.DELETES]
+        data = [m for m in manifests if m.content != ManifestContent.DELETES]
+        index = self._delete_index(deletes)
+        self._data(data, index)
+
+    def _keep_manifest(self, m: ManifestFile) -> tuple[bool, str, str]:
+        """(kept, stage, reason) for one manifest."""
+        if not (m.has_added_files() or m.has_existing_files()):
+            return False, "manifest-content", "no added or existing files"
+        spec_filter = self.filter.for_spec(m.partition_spec_id)
+        ok, reason = spec_filter.manifest(m)
+        return ok, "partition-summary", reason
+
+    def _select(self, manifests: Sequence[ManifestFile], content: str
+                ) -> list[ManifestFile]:
+        kept: list[ManifestFile] = []
+        f = self.funnel
+        for m in manifests:
+            ok, stage, reason = self._keep_manifest(m)
+            if content == "data":
+                f.manifests_total += 1
+                if stage != "manifest-content":
+                    f.manifests_after_content += 1
+                if ok:
+                    f.manifests_after_summaries += 1
+            else:
+                f.delete_manifests_total += 1
+                if ok:
+                    f.delete_manifests_kept += 1
+            if self.explain is not None:
+                self.explain.add(ManifestDecision(
+                    m.manifest_path, content, m.partition_spec_id, ok,
+                    None if ok else stage, reason))
+            if ok:
+                kept.append(m)
+        return kept
+
+    def _delete_index(self, manifests: Sequence[ManifestFile]) -> DeleteFileIndex:
+        unpartitioned = [s.spec_id for s in self.md.partition_specs if s.is_unpartitioned]
+        index = DeleteFileIndex(self.schema, unpartitioned)
+        kept = self._select(manifests, "deletes")
+        if not kept:
+            return index
+        entries = read_live_entries(self.io, kept, self.cache, self.processes)
+        explain = self.explain
+        for m, live in zip(kept, entries, strict=True):
+            spec_id = m.partition_spec_id
+            spec_filter = self.filter.for_spec(spec_id)
+            mdec = explain.manifest(m.manifest_path) if explain is not None else None
+            for e in live:
+                self.funnel.delete_files_total += 1
+                ok, reason = spec_filter.partition(e.data_file)
+                if mdec is not None:
+                    mdec.files.append(FileDecision(
+                        e.data_file.file_path, _content_name(e.data_file), ok,
+                        None if ok else "partition", reason))
+                if ok:
+                    index.add(e, spec_id)
+        return index
+
+    def _data(self, manifests: Sequence[ManifestFile], index: DeleteFileIndex) -> None:
+        kept = self._select(manifests, "data")
+        entries = read_live_entries(self.io, kept, self.cache, self.processes)
+        tasks = self.plan.tasks
+        append = tasks.append
+        explain = self.explain
+        funnel = self.funnel
+        matched: set[str] = set()
+        has_deletes = index.has_deletes
+        for m, live in zip(kept, entries, strict=True):
+            spec_id = m.partition_spec_id
+            spec_filter = self.filter.for_spec(spec_id)
+            funnel.data_files_total += len(live)
+            if explain is None and spec_filter.always_true and not has_deletes:
+                # the common full scan: nothing to evaluate per file
+                funnel.data_files_after_partition += len(live)
+                funnel.data_files_after_metrics += len(live)
+                residual = spec_filter.residual_for(())
+                for e in live:
+                    append(FileScanTask(e.data_file, (), residual, spec_id,
+                                        e.sequence_number or 0))
+                continue
+            mdec = explain.manifest(m.manifest_path) if explain is not None else None
+            for e in live:
+                df = e.data_file
+                ok, reason = spec_filter.partition(df)
+                stage = "partition"
+                if ok:
+                    funnel.data_files_after_partition += 1
+                    ok, reason = spec_filter.metrics(df)
+                    stage = "metrics"
+                    if ok:
+                        funnel.data_files_after_metrics += 1
+                seq = e.sequence_number or 0
+                deletes: tuple[DeleteFile, ...] = ()
+                if ok and has_deletes:
+                    deletes = tuple(index.for_data_file(df, seq, spec_id))
+                    matched.update(d.path for d in deletes)
+                if mdec is not None:
+                    dec = FileDecision(df.file_path, "data", ok, None if ok else stage, reason)
+                    if ok and has_deletes:
+                        dec.delete_files = index.explain_for(df, seq, spec_id)
+                    mdec.files.append(dec)
+                if ok:
+                    append(FileScanTask(df, deletes, spec_filter.residual_for(df.partition),
+                                        spec_id, seq))
+        funnel.delete_files_matched = len(matched)
+        funnel.tasks = len(tasks)
+
+
+def _content_name(df: DataFile) -> str:
+    return {0: "data", 1: "position_deletes", 2: "equality_deletes"}.get(
+        int(df.content), str(df.content))
