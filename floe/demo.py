@@ -20,12 +20,19 @@ from floe.schema import Schema
 from floe.sorting import parse_sort_by
 from floe.table.append import append, create_table
 from floe.types import (
-    DATE, DOUBLE, INT, LONG, STRING, TIMESTAMPTZ, DecimalType, NestedField,
+    DATE,
+    DOUBLE,
+    INT,
+    LONG,
+    STRING,
+    TIMESTAMPTZ,
+    DecimalType,
+    NestedField,
 )
 
 __all__ = ["create_demo_warehouse"]
 
-_UTC = dt.timezone.utc
+_UTC = dt.UTC
 _COUNTRIES = ["DE", "FR", "JP", "US", "BR", "IN", "CN", "ZA", "Ελλάδα"]
 _EVENTS = ["view", "click", "purchase", "signup"]
 
@@ -81,7 +88,8 @@ def create_demo_warehouse(path: str, *, seed: int = 7) -> list[str]:
     )
     for i in range(6):
         day = dt.date(2025, 3, 1) + dt.timedelta(days=i)
-        append(io, events, _events(rng, day, 400 + 150 * i), timestamp_ms=now_ms - (12 - 2 * i) * hour)
+        rows = _events(rng, day, 400 + 150 * i)
+        append(io, events, rows, timestamp_ms=now_ms - (12 - 2 * i) * hour)
 
     orders_schema = Schema(
         NestedField(1, "order_id", LONG, required=True),

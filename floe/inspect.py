@@ -127,7 +127,9 @@ def partition_type_for(md: TableMetadata, spec: PartitionSpec) -> StructType:
             return spec.partition_type(schema)
         except (ValidationError, KeyError):
             continue
-    raise ValidationError(f"no schema of table {md.location} has the sources of spec {spec.spec_id}")
+    raise ValidationError(
+        f"no schema of table {md.location} has the source columns of spec {spec.spec_id}"
+    )
 
 
 def _json_value(field: NestedField, value: Any) -> Any:
@@ -143,7 +145,8 @@ def _partition_json(ptype: StructType, values: tuple[Any, ...] | Any) -> dict[st
 def _bound_json(field: NestedField, raw: bytes | None) -> Any:
     if raw is None or not isinstance(field.field_type, PrimitiveType):
         return None
-    return conversions.to_json_value(field.field_type, conversions.from_bytes(field.field_type, raw))
+    t = field.field_type
+    return conversions.to_json_value(t, conversions.from_bytes(t, raw))
 
 
 def manifest_rows(io: FileIO, md: TableMetadata, snapshot: Snapshot | None) -> list[dict[str, Any]]:
@@ -238,30 +241,26 @@ def file_rows(io: FileIO, md: TableMetadata, snapshot: Snapshot | None) -> list[
     return rows
 
 
-def column_stats(
-    schema: Schema, entry: ManifestEntry
-) -> list[dict[str, Any]]:
+def column_stats(schema: Schema, entry: ManifestEntry) -> list[dict[str, Any]]:
     """Per-column statistics of one file, decoded with the schema's names and types."""
     df = entry.data_file
-    ids = set()
-    for mapping in (df.column_sizes, df.value_counts, df.null_value_counts,
-                    df.nan_value_counts, df.lower_bounds, df.upper_bounds):
-        ids.update((mapping or {}).keys())
+    maps = {
+        "column_size": df.column_sizes or {},
+        "value_count": df.value_counts or {},
+        "null_value_count": df.null_value_counts or {},
+        "nan_value_count": df.nan_value_counts or {},
+    }
+    lower, upper = df.lower_bounds or {}, df.upper_bounds or {}
+    ids = set(lower) | set(upper)
+    for mapping in maps.values():
+        ids.update(mapping)
     out = []
     for fid in sorted(ids):
         name = schema.find_column_name(fid)
         field = schema.find_field(fid) if name is not None else None
-        out.append(
-            {
-                "field_id": fid,
-                "name": name,
-                "column_size": (df.column_sizes or {}).get(fid),
-                "value_count": (df.value_counts or {}).get(fid),
-                "null_value_count": (df.null_value_counts or {}).get(fid),
-                "nan_value_count": (df.nan_value_counts or {}).get(fid),
-                "lower_bound": _bound_json(field, (df.lower_bounds or {}).get(fid)) if field else None,
-                "upper_bound": _bound_json(field, (df.upper_bounds or {}).get(fid)) if field else None,
-            }
-        )
+        row: dict[str, Any] = {"field_id": fid, "name": name}
+        row.update({key: mapping.get(fid) for key, mapping in maps.items()})
+        row["lower_bound"] = _bound_json(field, lower.get(fid)) if field else None
+        row["upper_bound"] = _bound_json(field, upper.get(fid)) if field else None
+        out.append(row)
     return out
-

@@ -25,6 +25,7 @@ import math
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from operator import itemgetter
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol
 

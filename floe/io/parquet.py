@@ -24,10 +24,28 @@ from floe import conversions
 from floe.errors import ValidationError
 from floe.schema import Schema
 from floe.types import (
-    BinaryType, BooleanType, DateType, DecimalType, DoubleType, FixedType, FloatType,
-    IcebergType, IntegerType, ListType, LongType, MapType, NestedField, PrimitiveType,
-    StringType, StructType, TimestampNanoType, TimestamptzNanoType, TimestampType,
-    TimestamptzType, TimeType, UUIDType,
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    ListType,
+    LongType,
+    MapType,
+    NestedField,
+    PrimitiveType,
+    StringType,
+    StructType,
+    TimestampNanoType,
+    TimestampType,
+    TimestamptzNanoType,
+    TimestamptzType,
+    TimeType,
+    UUIDType,
 )
 
 __all__ = ["schema_to_arrow", "to_arrow_type", "ParquetFileMetrics", "write_parquet",
@@ -37,7 +55,7 @@ FIELD_ID_KEY = b"PARQUET:field_id"
 DEFAULT_TRUNCATE_LENGTH = 16
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _EPOCH = dt.datetime(1970, 1, 1)
-_EPOCH_TZ = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH_TZ = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def to_arrow_type(t: IcebergType) -> pa.DataType:
@@ -169,7 +187,8 @@ def collect_metrics(
         m.split_offsets.append(first.dictionary_page_offset or first.data_page_offset)
         for c in range(group.num_columns):
             col = group.column(c)
-            by_path[col.path_in_schema] = by_path.get(col.path_in_schema, 0) + col.total_compressed_size
+            path = col.path_in_schema
+            by_path[path] = by_path.get(path, 0) + col.total_compressed_size
     sizes_by_id = _sizes_by_field_id(schema, by_path)
     m.column_sizes.update(sizes_by_id)
 
