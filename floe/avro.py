@@ -163,7 +163,7 @@ class _DecoderBuilder:
             found = self.named.get(key, self.named.get(schema))
             if found is None:
                 raise _Corrupt(f"unknown named type {schema!r}")
-            return found
+            return tuple(found)
         if isinstance(schema, dict) and schema.get("type") in ("record", "fixed", "enum", "error"):
             full, ns = _schema_name(schema, namespace)
             self.named.setdefault(full, (schema, ns))

@@ -412,9 +412,10 @@ def _entries(f: AvroFile, manifest: ManifestFile, discard_deleted: bool) -> list
         raise MetadataError(location, "not a manifest: no 'status' or 'data_file' field")
     df_schema = _record_of(f.schema["fields"][i_df], named)
     didx = _field_index(df_schema, location)
-    i_part = idx_part = didx.get(f"#{S.PARTITION_ID}", didx.get("partition"))
+    idx_part = didx.get(f"#{S.PARTITION_ID}", didx.get("partition"))
     if idx_part is None:
         raise MetadataError(location, "data_file has no 'partition' field")
+    i_part: int = idx_part
     converters = _partition_converters(_record_of(df_schema["fields"][i_part], named), named)
     convert = any(c is not None for c in converters)
 
@@ -532,7 +533,7 @@ class _Sink:
         if isinstance(self.target, _io.IOBase):
             self.target.write(data)
         else:
-            self.target.write(self.location, data)  # type: ignore[call-arg]
+            self.target.write(self.location, data)  # type: ignore[call-overload]
 
 
 class ManifestWriter:

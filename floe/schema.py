@@ -239,11 +239,11 @@ class Schema:
                 )
             seen.add(f.field_id)
         for fid in self.identifier_field_ids:
-            f = self._id_index.get(fid)
-            if f is None:
+            ident = self._id_index.get(fid)
+            if ident is None:
                 raise ValidationError(f"identifier field id {fid} is not in the schema")
-            if not isinstance(f.field_type, PrimitiveType):
-                raise ValidationError(f"identifier field {f.name!r} must be a primitive type")
+            if not isinstance(ident.field_type, PrimitiveType):
+                raise ValidationError(f"identifier field {ident.name!r} must be a primitive type")
 
 
 def _prune(struct: NestedType, wanted: set[int]) -> list[NestedField]:

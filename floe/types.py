@@ -306,6 +306,8 @@ class StructType(NestedType):
     """A tuple of typed, id'd fields."""
 
     __slots__ = ("_fields", "_by_id")
+    _fields: tuple[NestedField, ...]
+    _by_id: dict[int, NestedField]
 
     def __init__(self, *fields: NestedField) -> None:
         object.__setattr__(self, "_fields", tuple(fields))

@@ -155,7 +155,7 @@ def _truncate_upper_binary(b: bytes, length: int) -> bytes | None:
 
 
 def _leaves(
-    fields: tuple[NestedField, ...], arrays: list[pa.Array], repeated: bool
+    fields: tuple[NestedField, ...], arrays: list[pa.Array | None], repeated: bool
 ) -> list[tuple[NestedField, pa.Array | None, bool]]:
     """Primitive leaves with their flattened arrays (None inside lists and maps)."""
     out: list[tuple[NestedField, pa.Array | None, bool]] = []
@@ -166,9 +166,9 @@ def _leaves(
                 pc.struct_field(arr, [i]) if arr is not None else None
                 for i in range(len(t.fields))
             ]
-            out += _leaves(t.fields, children, repeated)  # type: ignore[arg-type]
+            out += _leaves(t.fields, children, repeated)
         elif isinstance(t, (ListType, MapType)):
-            out += _leaves(t.fields, [None] * len(t.fields), True)  # type: ignore[list-item]
+            out += _leaves(t.fields, [None] * len(t.fields), True)
         else:
             out.append((f, arr, repeated))
     return out
