@@ -264,7 +264,8 @@ def test_sqlite_lock_timeout_is_a_conflict(tmp_path: Path, catalog_name: str):
     cat = SqlCatalog(catalog_name, f"sqlite:///{db}?timeout=0.2", str(tmp_path / "w"))
     cat.create_namespace("db")
     t = cat.create_table("db.t", SCHEMA)
-    blocker = create_engine(f"sqlite:///{db}").raw_connection()
+    blocker_engine = create_engine(f"sqlite:///{db}")
+    blocker = blocker_engine.raw_connection()
     try:
         blocker.execute("BEGIN IMMEDIATE")
         with pytest.raises(CommitConflict, match="locked"):
@@ -272,6 +273,7 @@ def test_sqlite_lock_timeout_is_a_conflict(tmp_path: Path, catalog_name: str):
     finally:
         blocker.rollback()
         blocker.close()
+        blocker_engine.dispose()
     assert cat.metadata_location("db.t") == t.metadata_location
     assert len(list((tmp_path / "w").rglob("*.metadata.json"))) == 1
     cat.close()
@@ -372,3 +374,58 @@ def test_views_and_old_schema(tmp_path: Path, catalog_name: str):
         with pytest.raises(NotFound):
             cat.drop_table("db.v")
         assert parse_metadata  # the view row was never read as a table
+
+
+def test_connection_lost_during_the_update_is_commit_state_unknown(
+    postgres_url: str, catalog_name: str, warehouse: Path
+):
+    """The committer's backend is killed while its UPDATE waits for a row lock: floe cannot
+    know what the server did, so CommitStateUnknown, and the new metadata file is kept."""
+    import threading
+    import time
+
+    from floe.errors import CommitStateUnknown
+
+    cat = SqlCatalog(catalog_name, postgres_url, str(warehouse))
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    outcome: list[BaseException | str] = []
+
+    def commit() -> None:
+        try:
+            outcome.append(cat._commit(t.identifier, t.metadata_location,
+                                       _with_property(t.metadata, "a", "b")))
+        except BaseException as e:  # noqa: BLE001 - handed to the test thread
+            outcome.append(e)
+
+    other = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    locker_engine = create_engine(postgres_url)
+    locker = locker_engine.connect()
+    try:
+        locker.execute(text("SELECT 1 FROM iceberg_tables WHERE catalog_name = :c FOR UPDATE"),
+                       {"c": catalog_name})
+        thread = threading.Thread(target=commit)
+        thread.start()
+        pid = None
+        with other.connect() as conn:
+            for _ in range(200):
+                pid = conn.execute(text(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND wait_event_type = 'Lock' AND query LIKE 'UPDATE iceberg_tables%'"
+                )).scalar()
+                if pid is not None:
+                    break
+                time.sleep(0.05)
+            assert pid is not None, "the commit never waited for the row lock"
+            conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        thread.join(30)
+    finally:
+        locker.rollback()
+        locker.close()
+        locker_engine.dispose()
+        other.dispose()
+    assert len(outcome) == 1 and isinstance(outcome[0], CommitStateUnknown), outcome
+    assert cat.metadata_location("db.t") == t.metadata_location
+    kept = [p for p in warehouse.rglob("*.metadata.json") if p.name.startswith("00001-")]
+    assert len(kept) == 1  # never deleted: another reader could not tell it was unused
+    cat.close()
