@@ -264,6 +264,39 @@ class Catalog(ABC):
                                     entry.metadata_file, e)
         return location
 
+    def purge_table_files(self, metadata_location: str, metadata: TableMetadata) -> None:
+        """Delete every file the table's metadata reaches: data and delete files, manifests,
+        manifest lists, statistics files, logged metadata files and the current one (Java
+        ``CatalogUtil.dropTableData``). Missing files are skipped."""
+        from floe.manifest import read_manifest, read_manifest_list
+
+        files: set[str] = set()
+        manifests: dict[str, object] = {}
+        for snapshot in metadata.snapshots:
+            if snapshot.manifest_list is None:
+                files.update(snapshot.manifests or ())
+                continue
+            files.add(snapshot.manifest_list)
+            try:
+                entries = read_manifest_list(self.io, snapshot.manifest_list)
+            except (NotFound, FloeError):
+                continue
+            for m in entries:
+                manifests.setdefault(m.manifest_path, m)
+        for path, m in manifests.items():
+            files.add(path)
+            try:
+                for entry in read_manifest(self.io, m, lazy_stats=True):  # type: ignore[arg-type]
+                    files.add(entry.data_file.file_path)
+            except (NotFound, FloeError):
+                continue
+        files.update(s.statistics_path for s in metadata.statistics)
+        files.update(s.statistics_path for s in metadata.partition_statistics)
+        files.update(e.metadata_file for e in metadata.metadata_log)
+        for path in sorted(files):
+            self.io.delete(path, missing_ok=True)
+        self.io.delete(metadata_location, missing_ok=True)
+
     def __enter__(self) -> Catalog:
         return self
 

@@ -15,18 +15,44 @@ Hadoop's checksum side files (``.v3.metadata.json.crc``) and other hidden files 
 
 from __future__ import annotations
 
+import logging
+import os
 import re
+import shutil
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from floe.errors import NotFound
-from floe.io import FileIO
-from floe.metadata import TableMetadata, parse_metadata
+from floe.catalog.base import (
+    Catalog,
+    Namespace,
+    TableAlreadyExists,
+    TableIdentifier,
+    UnsupportedOperation,
+    to_namespace,
+)
+from floe.errors import CommitConflict, FloeError, NotFound, ValidationError
+from floe.io import FileIO, local_path
+from floe.metadata import TableMetadata, parse_metadata, serialize_metadata
+from floe.partitioning import UNPARTITIONED, PartitionSpec
+from floe.schema import Schema
+from floe.sorting import UNSORTED_SORT_ORDER, SortOrder
+
+if TYPE_CHECKING:
+    from floe.table import Table
 
 __all__ = [
+    "DirectoryCatalog",
+    "FileSystemCatalog",
+    "directory_table",
+    "hadoop_version",
+    "is_table_dir",
     "load_table_metadata",
     "metadata_file_location",
     "resolve_metadata_location",
     "version_hint_location",
 ]
+
+log = logging.getLogger(__name__)
 
 METADATA_DIR = "metadata"
 VERSION_HINT = "version-hint.text"
@@ -141,3 +167,275 @@ def load_table_metadata(io: FileIO, table_arg: str) -> tuple[str, TableMetadata]
     """Resolve ``table_arg`` and parse the metadata file: ``(location, metadata)``."""
     location = resolve_metadata_location(io, table_arg)
     return location, parse_metadata(io.read(location), location)
+
+
+# -- the file-system catalog ------------------------------------------------------------------
+
+_UUID_FIELD = re.compile(rb'"table-uuid"\s*:\s*"([^"]*)"')
+
+
+def hadoop_version(location: str) -> int | None:
+    """``N`` of ``.../v<N>[.gz].metadata.json[.gz]``, else None."""
+    m = _HADOOP_NAME.match(_basename(location))
+    return int(m.group(1)) if m else None
+
+
+def is_table_dir(io: FileIO, location: str) -> bool:
+    """Whether ``location`` holds a file-system table (a metadata file under ``metadata/``)."""
+    metadata_dir = _join(location, METADATA_DIR)
+    return io.is_dir(metadata_dir) and _scan(io, metadata_dir) is not None
+
+
+class FileSystemCatalog(Catalog):
+    """Tables as directories: ``<warehouse>/<ns>/.../<table>/metadata/v<N>.metadata.json``,
+    the layout of Iceberg's ``HadoopCatalog`` (spec "File System Tables").
+
+    A commit writes the next version with an atomic no-replace publish (a hard link of a
+    fully written, fsynced temporary file: it fails when ``v<N+1>`` exists, so of two
+    writers exactly one wins), then updates ``version-hint.text``. Namespaces are plain
+    directories without properties; tables cannot be renamed.
+    """
+
+    def __init__(self, name: str, warehouse: str, io: FileIO | None = None) -> None:
+        super().__init__(name, io)
+        if not warehouse:
+            raise ValidationError("a file-system catalog needs a warehouse directory")
+        self.warehouse = warehouse.rstrip("/") or warehouse
+
+    def __repr__(self) -> str:
+        return f"FileSystemCatalog({self.name!r}, {self.warehouse!r})"
+
+    # -- layout --------------------------------------------------------------------------
+
+    def namespace_location(self, namespace: str | Iterable[str]) -> str:
+        ns = to_namespace(namespace)
+        return "/".join((self.warehouse, *ns))
+
+    def table_location(self, ident: TableIdentifier | str) -> str:
+        ident = TableIdentifier.of(ident)
+        return _join(self.namespace_location(ident.namespace), ident.name)
+
+    def default_table_location(self, ident: TableIdentifier) -> str:
+        return self.table_location(ident)
+
+    def _subdirs(self, location: str) -> list[str]:
+        path = local_path(location)
+        try:
+            names = sorted(os.listdir(path))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return [n for n in names
+                if not n.startswith(".") and os.path.isdir(os.path.join(path, n))]
+
+    # -- namespaces ----------------------------------------------------------------------
+
+    def list_namespaces(self, parent: str | Iterable[str] = ()) -> list[Namespace]:
+        ns = to_namespace(parent) if parent else ()
+        base = self.namespace_location(ns) if ns else self.warehouse
+        if ns and not self.io.is_dir(base):
+            raise NotFound(f"namespace {'.'.join(ns)} does not exist in catalog {self.name!r}")
+        out: list[Namespace] = []
+        for name in self._subdirs(base):
+            if name != METADATA_DIR and not is_table_dir(self.io, _join(base, name)):
+                try:
+                    out.append(to_namespace((*ns, name)))
+                except ValidationError:
+                    continue  # a directory whose name cannot be a namespace
+        return out
+
+    def create_namespace(
+        self, namespace: str | Iterable[str], properties: Mapping[str, str] | None = None
+    ) -> None:
+        ns = to_namespace(namespace)
+        if not ns:
+            raise ValidationError("cannot create the empty namespace")
+        if properties:
+            raise UnsupportedOperation(
+                f"catalog {self.name!r}: file-system namespaces have no properties")
+        path = local_path(self.namespace_location(ns))
+        if os.path.isdir(path):
+            raise ValidationError(f"namespace {'.'.join(ns)} already exists")
+        os.makedirs(path)
+
+    def drop_namespace(self, namespace: str | Iterable[str]) -> None:
+        ns = to_namespace(namespace)
+        path = local_path(self.namespace_location(ns))
+        if not ns or not os.path.isdir(path):
+            raise NotFound(f"namespace {'.'.join(ns)} does not exist in catalog {self.name!r}")
+        if os.listdir(path):
+            raise ValidationError(f"namespace {'.'.join(ns)} is not empty")
+        os.rmdir(path)
+
+    def load_namespace_properties(self, namespace: str | Iterable[str]) -> dict[str, str]:
+        ns = to_namespace(namespace)
+        location = self.namespace_location(ns)
+        if not ns or not self.io.is_dir(location) or is_table_dir(self.io, location):
+            raise NotFound(f"namespace {'.'.join(ns)} does not exist in catalog {self.name!r}")
+        return {"location": location}
+
+    # -- tables --------------------------------------------------------------------------
+
+    def list_tables(self, namespace: str | Iterable[str]) -> list[TableIdentifier]:
+        ns = to_namespace(namespace)
+        base = self.namespace_location(ns)
+        if not self.io.is_dir(base):
+            raise NotFound(f"namespace {'.'.join(ns)} does not exist in catalog {self.name!r}")
+        out = []
+        for name in self._subdirs(base):
+            if is_table_dir(self.io, _join(base, name)):
+                try:
+                    out.append(TableIdentifier(ns, name))
+                except ValidationError:
+                    continue
+        return out
+
+    def metadata_location(self, ident: TableIdentifier | str) -> str:
+        ident = TableIdentifier.of(ident)
+        location = self.table_location(ident)
+        if not is_table_dir(self.io, location):
+            raise NotFound(f"table {ident} does not exist in catalog {self.name!r}")
+        return resolve_metadata_location(self.io, location)
+
+    def create_table(
+        self,
+        ident: TableIdentifier | str,
+        schema: Schema,
+        spec: PartitionSpec = UNPARTITIONED,
+        sort_order: SortOrder = UNSORTED_SORT_ORDER,
+        properties: Mapping[str, str] | None = None,
+        location: str | None = None,
+        format_version: int = 2,
+    ) -> Table:
+        ident = TableIdentifier.of(ident)
+        expected = self.table_location(ident)
+        if location is not None and location.rstrip("/") != expected:
+            raise ValidationError(
+                f"a file-system table lives in its directory {expected}; cannot create it "
+                f"at {location}")
+        return super().create_table(
+            ident, schema, spec, sort_order, properties, None, format_version)
+
+    def drop_table(self, ident: TableIdentifier | str, purge: bool = False) -> None:
+        """Remove the table's ``metadata/`` directory; with ``purge`` first delete every file
+        its snapshots reference (data, delete, manifest, manifest list, metadata files)."""
+        ident = TableIdentifier.of(ident)
+        location = self.metadata_location(ident)
+        if purge:
+            metadata = parse_metadata(self.io.read(location), location)
+            self.purge_table_files(location, metadata)
+        shutil.rmtree(local_path(_join(self.table_location(ident), METADATA_DIR)))
+        if purge:
+            _remove_empty_dirs(local_path(self.table_location(ident)))
+
+    def register_table(self, ident: TableIdentifier | str, metadata_location: str) -> Table:
+        """Copy an existing metadata file in as ``v1.metadata.json`` of a new table directory."""
+        from floe.table import Table
+
+        ident = TableIdentifier.of(ident)
+        if self.table_exists(ident):
+            raise TableAlreadyExists(f"table {ident} already exists in catalog {self.name!r}")
+        metadata = parse_metadata(self.io.read(metadata_location), metadata_location)
+        new_location = self._commit(ident, None, metadata)
+        return Table(self, ident, metadata, new_location)
+
+    def _commit(
+        self, ident: TableIdentifier, base_location: str | None, new_metadata: TableMetadata
+    ) -> str:
+        table_location = self.table_location(ident)
+        if base_location is None:
+            version = 1
+            if is_table_dir(self.io, table_location):
+                raise TableAlreadyExists(
+                    f"table {ident} already exists in catalog {self.name!r}")
+        else:
+            base_version = hadoop_version(base_location)
+            metadata_dir = _join(table_location, METADATA_DIR)
+            if base_version is None or base_location.rsplit("/", 1)[0] != metadata_dir:
+                raise ValidationError(
+                    f"{base_location} is not a version of file-system table {ident}")
+            current = self.metadata_location(ident)
+            if current != base_location:
+                raise CommitConflict(
+                    f"table {ident} changed: {current} is current, this commit was based on "
+                    f"{base_location}")
+            self._check_uuid(ident, base_location, new_metadata.table_uuid)
+            version = base_version + 1
+        target = metadata_file_location(table_location, version)
+        data = serialize_metadata(new_metadata)
+        try:
+            self.io.write(target, data, overwrite=False)
+        except FileExistsError:
+            if base_location is None:
+                raise TableAlreadyExists(
+                    f"table {ident} was created concurrently in catalog {self.name!r}"
+                ) from None
+            raise CommitConflict(
+                f"table {ident}: {target} was published by a concurrent commit") from None
+        except OSError as e:
+            # The link is atomic: either our complete file is there or it is not.
+            if not self._published(target, data):
+                raise FloeError(f"table {ident}: could not publish {target}: {e}") from e
+        try:
+            self.io.write(version_hint_location(table_location), str(version).encode(),
+                          overwrite=True)
+        except OSError as e:  # readers probe past a stale hint
+            log.warning("table %s: could not update the version hint: %s", ident, e)
+        return target
+
+    def _published(self, target: str, data: bytes) -> bool:
+        try:
+            return self.io.read(target) == data
+        except (NotFound, OSError):
+            return False
+
+    def _check_uuid(self, ident: TableIdentifier, base_location: str, expected: str | None
+                    ) -> None:
+        """The table on disk must still be the one this commit was based on."""
+        if expected is None or base_location.endswith(".gz"):
+            return
+        with self.io.open(base_location) as f:
+            head = f.read(4096)
+        m = _UUID_FIELD.search(head)
+        if m is not None and m.group(1).decode("utf-8", "replace") != expected:
+            raise CommitConflict(
+                f"table {ident}: table UUID changed underneath this writer (on disk "
+                f"{m.group(1).decode('utf-8', 'replace')}, expected {expected}); the table "
+                f"was dropped and re-created")
+
+
+def _remove_empty_dirs(root: str) -> None:
+    for dirpath, _, _ in sorted(os.walk(root, topdown=False), key=lambda t: -len(t[0])):
+        try:
+            os.rmdir(dirpath)
+        except OSError:
+            pass
+
+
+class DirectoryCatalog(FileSystemCatalog):
+    """A catalog of the one file-system table in ``directory`` (the CLI's ``TABLE`` path):
+    every identifier resolves to that directory."""
+
+    def __init__(self, directory: str, io: FileIO | None = None) -> None:
+        directory = directory.rstrip("/") or directory
+        parent, _, name = directory.rpartition("/")
+        super().__init__("path", parent or ".", io)
+        self.directory = directory
+        try:
+            self.identifier = TableIdentifier(("path",), name)
+        except ValidationError:
+            self.identifier = TableIdentifier(("path",), "table")
+
+    def table_location(self, ident: TableIdentifier | str) -> str:
+        return self.directory
+
+    def list_tables(self, namespace: str | Iterable[str]) -> list[TableIdentifier]:
+        return [self.identifier] if is_table_dir(self.io, self.directory) else []
+
+    def list_namespaces(self, parent: str | Iterable[str] = ()) -> list[Namespace]:
+        return [("path",)]
+
+
+def directory_table(directory: str, io: FileIO | None = None) -> Table:
+    """Load the file-system table in ``directory`` (NotFound when there is none)."""
+    catalog = DirectoryCatalog(directory, io)
+    return catalog.load_table(catalog.identifier)

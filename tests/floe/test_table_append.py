@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from floe.catalog.filesystem import load_table_metadata
-from floe.errors import CommitConflict, ValidationError
+from floe.errors import ValidationError
 from floe.inspect import file_rows, manifest_rows
 from floe.io import FileIO
 from floe.partitioning import parse_partition_by
@@ -68,25 +68,3 @@ def test_create_refuses_an_existing_table(tmp_path):
     create_table(io, loc, SCHEMA)
     with pytest.raises(ValidationError, match="already exists"):
         create_table(io, loc, SCHEMA)
-
-
-def test_a_version_written_by_someone_else_is_a_conflict(tmp_path, monkeypatch):
-    io, loc = FileIO(), str(tmp_path / "t")
-    create_table(io, loc, SCHEMA)
-    meta = tmp_path / "t" / "metadata"
-    v1 = (meta / "v1.metadata.json").read_bytes()
-    # Another writer publishes v2 between our load and our publish.
-    from floe.table import append as module
-
-    real_load = module.load_table_metadata
-
-    def racing_load(io_, arg):
-        result = real_load(io_, arg)
-        (meta / "v2.metadata.json").write_bytes(v1)
-        return result
-
-    monkeypatch.setattr(module, "load_table_metadata", racing_load)
-    with pytest.raises(CommitConflict, match="v2.metadata.json"):
-        append(io, loc, rows([1]))
-    assert (meta / "v2.metadata.json").read_bytes() == v1  # the other writer's file stands
-    assert (meta / "version-hint.text").read_text() == "1"

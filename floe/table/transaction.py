@@ -1,0 +1,312 @@
+"""Transactions and the commit loop (Java ``BaseTransaction`` + ``SnapshotProducer.commit``).
+
+A transaction collects pending operations. :meth:`Transaction.commit` is the one commit
+loop: apply every operation to the base, fold the updates, and ask the catalog to swap the
+pointer. On :class:`CommitConflict` from the swap it refreshes the table, re-applies the
+operations against the fresh base (which re-validates them: requirements, files still live)
+and retries with exponential backoff and jitter, governed by ``commit.retry.*``. A
+conflict found by validation is final. When the swap's outcome is unknown nothing is
+deleted; after success the files of losing attempts are deleted, after a final failure
+every file the attempts wrote.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from floe.catalog.base import int_property
+from floe.errors import CommitConflict, CommitStateUnknown, ValidationError
+from floe.manifest import DataFile
+from floe.metadata import TableMetadata
+from floe.partitioning import PartitionSpec
+from floe.schema import Schema
+from floe.snapshots import Operation, SnapshotRefType
+from floe.sorting import SortOrder
+from floe.table.snapshot_producer import (
+    MERGE_ENABLED,
+    MERGE_ENABLED_DEFAULT,
+    MetadataOperation,
+    PendingOperation,
+    SnapshotProducer,
+)
+from floe.table.updates import (
+    LAST_ADDED,
+    AddPartitionSpec,
+    AddSchema,
+    AddSortOrder,
+    AssertCurrentSchemaId,
+    AssertDefaultSortOrderId,
+    AssertDefaultSpecId,
+    AssertLastAssignedFieldId,
+    AssertLastAssignedPartitionId,
+    AssertRefSnapshotId,
+    AssertTableUUID,
+    RemoveProperties,
+    RemoveSnapshotRef,
+    RemoveSnapshots,
+    SetCurrentSchema,
+    SetDefaultSortOrder,
+    SetDefaultSpec,
+    SetLocation,
+    SetProperties,
+    SetSnapshotRef,
+    TableRequirement,
+    TableUpdate,
+    UpgradeFormatVersion,
+    apply_updates,
+    validate_requirements,
+)
+from floe.table.writer import write_data_files
+
+if TYPE_CHECKING:
+    from floe.table.table import Table
+
+__all__ = ["RetryPolicy", "Transaction"]
+
+log = logging.getLogger(__name__)
+
+NUM_RETRIES = "commit.retry.num-retries"
+MIN_WAIT_MS = "commit.retry.min-wait-ms"
+MAX_WAIT_MS = "commit.retry.max-wait-ms"
+TOTAL_TIMEOUT_MS = "commit.retry.total-timeout-ms"
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """``commit.retry.*`` table properties (Java defaults: 4 retries, 100 ms … 60 s,
+    30 minutes in total)."""
+
+    num_retries: int = 4
+    min_wait_ms: int = 100
+    max_wait_ms: int = 60_000
+    total_timeout_ms: int = 1_800_000
+
+    @classmethod
+    def from_metadata(cls, md: TableMetadata) -> RetryPolicy:
+        d = cls()
+        policy = cls(
+            int_property(md, NUM_RETRIES, d.num_retries),
+            int_property(md, MIN_WAIT_MS, d.min_wait_ms),
+            int_property(md, MAX_WAIT_MS, d.max_wait_ms),
+            int_property(md, TOTAL_TIMEOUT_MS, d.total_timeout_ms),
+        )
+        if min(policy.num_retries, policy.min_wait_ms, policy.max_wait_ms,
+               policy.total_timeout_ms) < 0:
+            raise ValidationError(f"commit.retry.* properties must not be negative: {policy}")
+        return policy
+
+    def delay_ms(self, failed_attempts: int, elapsed_ms: float) -> float | None:
+        """Wait before the next attempt, or None when retries are exhausted (Java
+        ``Tasks``: ``min(min_wait * 2^(n-1), max_wait)`` plus up to 10% jitter)."""
+        if failed_attempts > self.num_retries:
+            return None
+        delay = min(self.min_wait_ms * 2 ** (failed_attempts - 1), self.max_wait_ms)
+        delay += random.uniform(0, 0.1 * delay)
+        if elapsed_ms + delay > self.total_timeout_ms:
+            return None
+        return delay
+
+
+class Transaction:
+    """Changes to one table, committed atomically by :meth:`commit`.
+
+    Builders return the transaction, so calls chain. Requirements that a change relies on
+    (the schema it was based on, ...) are captured from the metadata the transaction
+    started from and checked against every refreshed base.
+    """
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self.start_metadata = table.metadata
+        self.operations: list[PendingOperation] = []
+        self.requirements: list[TableRequirement] = [AssertTableUUID(table.metadata.table_uuid)]
+        self.attempts = 0
+        self._done = False
+
+    @property
+    def _base(self) -> TableMetadata:
+        return self.start_metadata
+
+    def _add(self, op: PendingOperation) -> Transaction:
+        if self._done:
+            raise ValidationError("this transaction was already committed")
+        self.operations.append(op)
+        return self
+
+    def _updates(self, updates: Sequence[TableUpdate],
+                 requirements: Sequence[TableRequirement] = ()) -> Transaction:
+        return self._add(MetadataOperation(updates, requirements))
+
+    # -- metadata changes ----------------------------------------------------------------
+
+    def set_properties(self, updates: Mapping[str, str]) -> Transaction:
+        return self._updates([SetProperties(dict(updates))])
+
+    def remove_properties(self, keys: Iterable[str]) -> Transaction:
+        return self._updates([RemoveProperties(tuple(keys))])
+
+    def set_location(self, location: str) -> Transaction:
+        return self._updates([SetLocation(location)])
+
+    def upgrade_format_version(self, format_version: int) -> Transaction:
+        return self._updates([UpgradeFormatVersion(format_version)])
+
+    def set_schema(self, schema: Schema) -> Transaction:
+        """Add ``schema`` (field ids already assigned) and make it current. Fails at commit
+        when the current schema or the last column id changed underneath."""
+        base = self._base
+        last = max(base.last_column_id, schema.highest_field_id)
+        return self._updates(
+            [AddSchema(schema, last), SetCurrentSchema(LAST_ADDED)],
+            [AssertCurrentSchemaId(base.current_schema_id),
+             AssertLastAssignedFieldId(base.last_column_id)],
+        )
+
+    def set_spec(self, spec: PartitionSpec) -> Transaction:
+        """Add ``spec`` and make it the default; fails when the spec changed underneath."""
+        base = self._base
+        return self._updates(
+            [AddPartitionSpec(spec), SetDefaultSpec(LAST_ADDED)],
+            [AssertDefaultSpecId(base.default_spec_id),
+             AssertLastAssignedPartitionId(base.last_partition_id)],
+        )
+
+    def set_sort_order(self, order: SortOrder) -> Transaction:
+        return self._updates(
+            [AddSortOrder(order), SetDefaultSortOrder(LAST_ADDED)],
+            [AssertDefaultSortOrderId(self._base.default_sort_order_id)],
+        )
+
+    def set_ref(self, name: str, snapshot_id: int,
+                ref_type: SnapshotRefType = SnapshotRefType.BRANCH) -> Transaction:
+        """Point a branch or tag at a snapshot; fails if the ref moved underneath."""
+        current = self._base.refs.get(name)
+        return self._updates(
+            [SetSnapshotRef(name, snapshot_id, ref_type)],
+            [AssertRefSnapshotId(name, current.snapshot_id if current else None)],
+        )
+
+    def remove_ref(self, name: str) -> Transaction:
+        return self._updates([RemoveSnapshotRef(name)])
+
+    def remove_snapshots(self, snapshot_ids: Iterable[int]) -> Transaction:
+        return self._updates([RemoveSnapshots(tuple(snapshot_ids))])
+
+    # -- snapshots -----------------------------------------------------------------------
+
+    def append(self, rows: pa.Table, *, timestamp_ms: int | None = None) -> Transaction:
+        """Write ``rows`` now as data files of the table's schema and spec, and append them
+        at commit (a merge append). The files are deleted if the commit fails."""
+        written: list[str] = []
+        try:
+            files = write_data_files(self.table.io, self._base, rows, written=written)
+        except BaseException:
+            for path in written:
+                self.table.io.delete(path, missing_ok=True)
+            raise
+        return self.append_files(files, owned_files=written, timestamp_ms=timestamp_ms)
+
+    def append_files(
+        self, files: Sequence[DataFile], *, merge: bool | None = None,
+        owned_files: Iterable[str] = (), timestamp_ms: int | None = None,
+    ) -> Transaction:
+        """Append existing data files. ``merge=None`` follows ``commit.manifest-merge.enabled``
+        (a merge append); ``owned_files`` are deleted if the commit fails."""
+        if merge is None:
+            merge = MERGE_ENABLED_DEFAULT if MERGE_ENABLED not in self._base.properties \
+                else self._base.properties[MERGE_ENABLED].lower() == "true"
+        return self._add(SnapshotProducer(
+            self.table.io, added=files, merge=merge, operation=Operation.APPEND,
+            owned_files=owned_files, timestamp_ms=timestamp_ms))
+
+    def fast_append(self, files: Sequence[DataFile], *, owned_files: Iterable[str] = (),
+                    timestamp_ms: int | None = None) -> Transaction:
+        """One new manifest, the parent's manifests carried over unchanged."""
+        return self.append_files(files, merge=False, owned_files=owned_files,
+                                 timestamp_ms=timestamp_ms)
+
+    def overwrite(self, delete_paths: Iterable[str], add_files: Sequence[DataFile] = (), *,
+                  owned_files: Iterable[str] = (), operation: Operation | None = None,
+                  timestamp_ms: int | None = None) -> Transaction:
+        """Remove files by path and add others in one snapshot (``overwrite``, or
+        ``replace`` for a rewrite that keeps the rows). Each removed file must still be live
+        when the commit happens, else CommitConflict."""
+        return self._add(SnapshotProducer(
+            self.table.io, added=add_files, deleted=delete_paths, operation=operation,
+            owned_files=owned_files, timestamp_ms=timestamp_ms))
+
+    def delete_files(self, paths: Iterable[str], *,
+                     timestamp_ms: int | None = None) -> Transaction:
+        """Remove data or delete files by path (a ``delete`` snapshot)."""
+        return self._add(SnapshotProducer(
+            self.table.io, deleted=paths, operation=Operation.DELETE,
+            timestamp_ms=timestamp_ms))
+
+    # -- the commit loop -----------------------------------------------------------------
+
+    def _apply(self, base: TableMetadata, base_location: str) -> TableMetadata:
+        validate_requirements(self.requirements, base)
+        md = base
+        updates: list[TableUpdate] = []
+        for op in self.operations:
+            validate_requirements(op.requirements, base)
+            op_updates = op.apply(md)
+            md = apply_updates(md, op_updates)
+            updates += op_updates
+        return apply_updates(base, updates, base_location)
+
+    def commit(self) -> Table:
+        """Commit every pending operation atomically; returns the refreshed table."""
+        if self._done:
+            raise ValidationError("this transaction was already committed")
+        self._done = True
+        table = self.table
+        base, base_location = self.start_metadata, table.metadata_location
+        if base is not table.metadata:
+            table.refresh()
+            base, base_location = table.metadata, table.metadata_location
+        policy = RetryPolicy.from_metadata(base)
+        started = time.monotonic()
+        outcome_known = True
+        try:
+            while True:
+                self.attempts += 1
+                new_metadata = self._apply(base, base_location)
+                try:
+                    location = table.catalog.commit_metadata(
+                        table.identifier, base_location, base, new_metadata)
+                    break
+                except CommitConflict as e:
+                    delay = policy.delay_ms(self.attempts, (time.monotonic() - started) * 1000)
+                    if delay is None:
+                        raise CommitConflict(
+                            f"table {table.identifier}: commit failed after {self.attempts} "
+                            f"attempt(s), the last conflict: {e}") from e
+                    log.info("table %s: %s; retrying in %.0f ms", table.identifier, e, delay)
+                    time.sleep(delay / 1000)
+                    table.refresh()
+                    base, base_location = table.metadata, table.metadata_location
+                except CommitStateUnknown:
+                    outcome_known = False
+                    raise
+                except Exception:
+                    outcome_known = False  # the swap failed in an unexpected way
+                    raise
+        except Exception:
+            if outcome_known:
+                self._clean_up(committed=False)
+            raise
+        table.metadata, table.metadata_location = new_metadata, location
+        self._clean_up(committed=True)
+        return table
+
+    def _clean_up(self, committed: bool) -> None:
+        for op in self.operations:
+            op.clean_up(committed)

@@ -1,0 +1,466 @@
+"""Table changes as data: updates folded over metadata, requirements checked against it.
+
+The shapes follow the spec's REST "commit table" request (``TableUpdate`` /
+``TableRequirement``) and PyIceberg: each update is a small frozen value, one function
+(:func:`apply_updates`) folds a list of them over a base :class:`TableMetadata`, and each
+requirement's ``validate(base)`` raises :class:`CommitConflict` when the base no longer
+satisfies it. The same objects serve the file-system commit and the SQL check-and-put.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from floe.catalog.base import PREVIOUS_VERSIONS_MAX, PREVIOUS_VERSIONS_MAX_DEFAULT, int_property
+from floe.errors import CommitConflict, ValidationError
+from floe.metadata import SUPPORTED_FORMAT_VERSIONS, TableMetadata
+from floe.partitioning import PartitionSpec
+from floe.schema import Schema
+from floe.snapshots import (
+    MAIN_BRANCH,
+    MetadataLogEntry,
+    Snapshot,
+    SnapshotLogEntry,
+    SnapshotRef,
+    SnapshotRefType,
+)
+from floe.sorting import SortOrder
+
+__all__ = [
+    "LAST_ADDED",
+    "TableUpdate", "AssignUUID", "UpgradeFormatVersion", "AddSchema", "SetCurrentSchema",
+    "AddPartitionSpec", "SetDefaultSpec", "AddSortOrder", "SetDefaultSortOrder", "AddSnapshot",
+    "SetSnapshotRef", "RemoveSnapshots", "RemoveSnapshotRef", "SetProperties",
+    "RemoveProperties", "SetLocation",
+    "TableRequirement", "AssertCreate", "AssertTableUUID", "AssertRefSnapshotId",
+    "AssertCurrentSchemaId", "AssertLastAssignedFieldId", "AssertDefaultSpecId",
+    "AssertLastAssignedPartitionId", "AssertDefaultSortOrderId",
+    "apply_updates", "validate_requirements",
+]
+
+#: ``SetCurrentSchema(-1)`` etc.: the schema / spec / sort order added earlier in the same
+#: list of updates (the REST spec's convention).
+LAST_ADDED = -1
+
+
+# -- updates ----------------------------------------------------------------------------------
+
+
+class TableUpdate:
+    """One change to table metadata; ``apply`` edits the fold's working state."""
+
+    action: str = ""
+
+    def apply(self, b: _Builder) -> None:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class AssignUUID(TableUpdate):
+    uuid: str
+    action = "assign-uuid"
+
+    def apply(self, b: _Builder) -> None:
+        if b.md.table_uuid is not None and b.md.table_uuid != self.uuid:
+            raise ValidationError(
+                f"cannot reassign table UUID {b.md.table_uuid} to {self.uuid}")
+        b.replace(table_uuid=self.uuid)
+
+
+@dataclass(frozen=True, slots=True)
+class UpgradeFormatVersion(TableUpdate):
+    format_version: int
+    action = "upgrade-format-version"
+
+    def apply(self, b: _Builder) -> None:
+        if self.format_version not in SUPPORTED_FORMAT_VERSIONS:
+            raise ValidationError(f"unsupported format version {self.format_version}")
+        if self.format_version < b.md.format_version:
+            raise ValidationError(
+                f"cannot downgrade format version {b.md.format_version} to "
+                f"{self.format_version}")
+        b.replace(format_version=self.format_version)
+
+
+@dataclass(frozen=True, slots=True)
+class AddSchema(TableUpdate):
+    """Add a schema (its id is reassigned: an identical schema is reused, else max + 1)."""
+
+    schema: Schema
+    last_column_id: int | None = None
+    action = "add-schema"
+
+    def apply(self, b: _Builder) -> None:
+        md = b.md
+        for existing in md.schemas:
+            if (existing.fields == self.schema.fields
+                    and existing.identifier_field_ids == self.schema.identifier_field_ids):
+                b.last_added_schema_id = existing.schema_id
+                return
+        new_id = max((s.schema_id for s in md.schemas), default=-1) + 1
+        schema = Schema(*self.schema.fields, schema_id=new_id,
+                        identifier_field_ids=list(self.schema.identifier_field_ids))
+        last = max(md.last_column_id, self.last_column_id or 0, schema.highest_field_id)
+        b.replace(schemas=md.schemas + (schema,), last_column_id=last)
+        b.last_added_schema_id = new_id
+
+
+@dataclass(frozen=True, slots=True)
+class SetCurrentSchema(TableUpdate):
+    schema_id: int
+    action = "set-current-schema"
+
+    def apply(self, b: _Builder) -> None:
+        sid = b.resolve(self.schema_id, b.last_added_schema_id, "schema")
+        if b.md.schema_by_id(sid) is None:
+            raise ValidationError(f"cannot set current schema to unknown schema {sid}")
+        b.replace(current_schema_id=sid)
+
+
+@dataclass(frozen=True, slots=True)
+class AddPartitionSpec(TableUpdate):
+    spec: PartitionSpec
+    action = "add-spec"
+
+    def apply(self, b: _Builder) -> None:
+        md = b.md
+        for existing in md.partition_specs:
+            if existing.fields == self.spec.fields:
+                b.last_added_spec_id = existing.spec_id
+                return
+        new_id = max((s.spec_id for s in md.partition_specs), default=-1) + 1
+        spec = self.spec.with_spec_id(new_id)
+        b.replace(partition_specs=md.partition_specs + (spec,),
+                  last_partition_id=max(md.last_partition_id, spec.last_assigned_field_id))
+        b.last_added_spec_id = new_id
+
+
+@dataclass(frozen=True, slots=True)
+class SetDefaultSpec(TableUpdate):
+    spec_id: int
+    action = "set-default-spec"
+
+    def apply(self, b: _Builder) -> None:
+        sid = b.resolve(self.spec_id, b.last_added_spec_id, "partition spec")
+        if b.md.spec_by_id(sid) is None:
+            raise ValidationError(f"cannot set default spec to unknown spec {sid}")
+        b.replace(default_spec_id=sid)
+
+
+@dataclass(frozen=True, slots=True)
+class AddSortOrder(TableUpdate):
+    sort_order: SortOrder
+    action = "add-sort-order"
+
+    def apply(self, b: _Builder) -> None:
+        md = b.md
+        if self.sort_order.is_unsorted:
+            b.last_added_order_id = 0
+            return
+        for existing in md.sort_orders:
+            if existing.same_order(self.sort_order):
+                b.last_added_order_id = existing.order_id
+                return
+        new_id = max((o.order_id for o in md.sort_orders), default=0) + 1
+        b.replace(sort_orders=md.sort_orders + (self.sort_order.with_order_id(new_id),))
+        b.last_added_order_id = new_id
+
+
+@dataclass(frozen=True, slots=True)
+class SetDefaultSortOrder(TableUpdate):
+    sort_order_id: int
+    action = "set-default-sort-order"
+
+    def apply(self, b: _Builder) -> None:
+        oid = b.resolve(self.sort_order_id, b.last_added_order_id, "sort order")
+        if b.md.sort_order_by_id(oid) is None:
+            raise ValidationError(f"cannot set default sort order to unknown order {oid}")
+        b.replace(default_sort_order_id=oid)
+
+
+@dataclass(frozen=True, slots=True)
+class AddSnapshot(TableUpdate):
+    snapshot: Snapshot
+    action = "add-snapshot"
+
+    def apply(self, b: _Builder) -> None:
+        md, snap = b.md, self.snapshot
+        if md.snapshot_by_id(snap.snapshot_id) is not None:
+            raise ValidationError(f"snapshot id {snap.snapshot_id} already exists")
+        if md.format_version >= 2 and snap.sequence_number <= md.last_sequence_number \
+                and snap.parent_snapshot_id is not None:
+            raise ValidationError(
+                f"cannot add snapshot with sequence number {snap.sequence_number}: not above "
+                f"the last sequence number {md.last_sequence_number}")
+        b.replace(snapshots=md.snapshots + (snap,),
+                  last_sequence_number=max(md.last_sequence_number, snap.sequence_number))
+        b.added_snapshots[snap.snapshot_id] = snap
+        b.timestamp_ms = snap.timestamp_ms
+
+
+@dataclass(frozen=True, slots=True)
+class SetSnapshotRef(TableUpdate):
+    ref_name: str
+    snapshot_id: int
+    ref_type: SnapshotRefType = SnapshotRefType.BRANCH
+    min_snapshots_to_keep: int | None = None
+    max_snapshot_age_ms: int | None = None
+    max_ref_age_ms: int | None = None
+    action = "set-snapshot-ref"
+
+    def apply(self, b: _Builder) -> None:
+        md = b.md
+        snap = md.snapshot_by_id(self.snapshot_id)
+        if snap is None:
+            raise ValidationError(f"cannot set ref {self.ref_name!r} to unknown snapshot "
+                                  f"{self.snapshot_id}")
+        ref = SnapshotRef(self.snapshot_id, self.ref_type, self.min_snapshots_to_keep,
+                          self.max_snapshot_age_ms, self.max_ref_age_ms)
+        if md.refs.get(self.ref_name) == ref:
+            return
+        changes: dict[str, object] = {"refs": {**md.refs, self.ref_name: ref}}
+        if self.ref_name == MAIN_BRANCH:
+            if not ref.is_branch:
+                raise ValidationError("the main ref must be a branch")
+            changes["current_snapshot_id"] = self.snapshot_id
+            # Java: an added snapshot logs its own timestamp, a rollback logs "now"
+            ts = snap.timestamp_ms if self.snapshot_id in b.added_snapshots else b.now_ms
+            changes["snapshot_log"] = md.snapshot_log + (SnapshotLogEntry(ts, self.snapshot_id),)
+        b.replace(**changes)
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveSnapshots(TableUpdate):
+    snapshot_ids: tuple[int, ...]
+    action = "remove-snapshots"
+
+    def apply(self, b: _Builder) -> None:
+        md, gone = b.md, set(self.snapshot_ids)
+        refs = {n: r for n, r in md.refs.items() if r.snapshot_id not in gone}
+        current = md.current_snapshot_id if md.current_snapshot_id not in gone else None
+        b.replace(
+            snapshots=tuple(s for s in md.snapshots if s.snapshot_id not in gone),
+            snapshot_log=tuple(e for e in md.snapshot_log if e.snapshot_id not in gone),
+            refs=refs, current_snapshot_id=current,
+            statistics=tuple(s for s in md.statistics if s.snapshot_id not in gone),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveSnapshotRef(TableUpdate):
+    ref_name: str
+    action = "remove-snapshot-ref"
+
+    def apply(self, b: _Builder) -> None:
+        md = b.md
+        if self.ref_name not in md.refs:
+            return
+        refs = {n: r for n, r in md.refs.items() if n != self.ref_name}
+        if self.ref_name == MAIN_BRANCH:
+            b.replace(refs=refs, current_snapshot_id=None)
+        else:
+            b.replace(refs=refs)
+
+
+@dataclass(frozen=True, slots=True)
+class SetProperties(TableUpdate):
+    updates: Mapping[str, str] = field(default_factory=dict)
+    action = "set-properties"
+
+    def apply(self, b: _Builder) -> None:
+        for k, v in self.updates.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise ValidationError(f"table properties are strings: {k!r}={v!r}")
+        b.replace(properties={**b.md.properties, **self.updates})
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveProperties(TableUpdate):
+    removals: tuple[str, ...]
+    action = "remove-properties"
+
+    def apply(self, b: _Builder) -> None:
+        b.replace(properties={k: v for k, v in b.md.properties.items()
+                              if k not in self.removals})
+
+
+@dataclass(frozen=True, slots=True)
+class SetLocation(TableUpdate):
+    location: str
+    action = "set-location"
+
+    def apply(self, b: _Builder) -> None:
+        if not self.location:
+            raise ValidationError("table location must not be empty")
+        b.replace(location=self.location.rstrip("/") or self.location)
+
+
+class _Builder:
+    """Working state of one fold: the metadata so far plus ids added earlier in the list."""
+
+    def __init__(self, md: TableMetadata, now_ms: int) -> None:
+        self.md = md
+        self.now_ms = now_ms
+        self.timestamp_ms: int | None = None
+        self.last_added_schema_id: int | None = None
+        self.last_added_spec_id: int | None = None
+        self.last_added_order_id: int | None = None
+        self.added_snapshots: dict[int, Snapshot] = {}
+
+    def replace(self, **changes: object) -> None:
+        self.md = dataclasses.replace(self.md, **changes)  # type: ignore[arg-type]
+
+    @staticmethod
+    def resolve(value: int, last_added: int | None, what: str) -> int:
+        if value != LAST_ADDED:
+            return value
+        if last_added is None:
+            raise ValidationError(f"no {what} was added before referring to the last added one")
+        return last_added
+
+
+def apply_updates(
+    base: TableMetadata,
+    updates: Sequence[TableUpdate],
+    base_location: str | None = None,
+    *,
+    now_ms: int | None = None,
+) -> TableMetadata:
+    """Fold ``updates`` over ``base`` (Java ``TableMetadata.Builder``).
+
+    Sets ``last-updated-ms`` (the added snapshot's timestamp, else now); when
+    ``base_location`` is given, records it in the ``metadata-log`` and trims the log to
+    ``write.metadata.previous-versions-max`` entries (default 100, at least 1).
+    """
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    b = _Builder(base, now)
+    for update in updates:
+        update.apply(b)
+    if not updates:
+        return base
+    changes: dict[str, object] = {
+        "last_updated_ms": b.timestamp_ms if b.timestamp_ms is not None else now}
+    if base_location is not None:
+        keep = max(1, int_property(b.md, PREVIOUS_VERSIONS_MAX, PREVIOUS_VERSIONS_MAX_DEFAULT))
+        log = b.md.metadata_log + (MetadataLogEntry(base.last_updated_ms, base_location),)
+        changes["metadata_log"] = log[-keep:]
+    b.replace(**changes)
+    return b.md
+
+
+# -- requirements -----------------------------------------------------------------------------
+
+
+class TableRequirement:
+    """A precondition on the base metadata (``None`` when the table does not exist)."""
+
+    type: str = ""
+
+    def validate(self, base: TableMetadata | None) -> None:
+        raise NotImplementedError
+
+    @staticmethod
+    def _need(base: TableMetadata | None) -> TableMetadata:
+        if base is None:
+            raise CommitConflict("requirement failed: the table does not exist")
+        return base
+
+
+@dataclass(frozen=True, slots=True)
+class AssertCreate(TableRequirement):
+    type = "assert-create"
+
+    def validate(self, base: TableMetadata | None) -> None:
+        if base is not None:
+            raise CommitConflict("requirement failed: the table already exists")
+
+
+@dataclass(frozen=True, slots=True)
+class AssertTableUUID(TableRequirement):
+    uuid: str | None
+    type = "assert-table-uuid"
+
+    def validate(self, base: TableMetadata | None) -> None:
+        md = self._need(base)
+        if md.table_uuid != self.uuid:
+            raise CommitConflict(
+                f"requirement failed: table UUID changed from {self.uuid} to {md.table_uuid} "
+                f"(the table was dropped and re-created or replaced underneath this writer)")
+
+
+@dataclass(frozen=True, slots=True)
+class AssertRefSnapshotId(TableRequirement):
+    ref: str
+    snapshot_id: int | None
+    type = "assert-ref-snapshot-id"
+
+    def validate(self, base: TableMetadata | None) -> None:
+        md = self._need(base)
+        current = md.refs.get(self.ref)
+        actual = current.snapshot_id if current is not None else None
+        if actual != self.snapshot_id:
+            raise CommitConflict(
+                f"requirement failed: ref {self.ref!r} is at snapshot {actual}, expected "
+                f"{self.snapshot_id}")
+
+
+def _check_int(actual: int, expected: int, what: str) -> None:
+    if actual != expected:
+        raise CommitConflict(
+            f"requirement failed: {what} changed from {expected} to {actual} (a concurrent "
+            f"commit changed it)")
+
+
+@dataclass(frozen=True, slots=True)
+class AssertCurrentSchemaId(TableRequirement):
+    value: int
+    type = "assert-current-schema-id"
+
+    def validate(self, base: TableMetadata | None) -> None:
+        _check_int(self._need(base).current_schema_id, self.value, "current schema id")
+
+
+@dataclass(frozen=True, slots=True)
+class AssertLastAssignedFieldId(TableRequirement):
+    value: int
+    type = "assert-last-assigned-field-id"
+
+    def validate(self, base: TableMetadata | None) -> None:
+        _check_int(self._need(base).last_column_id, self.value, "last assigned field id")
+
+
+@dataclass(frozen=True, slots=True)
+class AssertDefaultSpecId(TableRequirement):
+    value: int
+    type = "assert-default-spec-id"
+
+    def validate(self, base: TableMetadata | None) -> None:
+        _check_int(self._need(base).default_spec_id, self.value, "default spec id")
+
+
+@dataclass(frozen=True, slots=True)
+class AssertLastAssignedPartitionId(TableRequirement):
+    value: int
+    type = "assert-last-assigned-partition-id"
+
+    def validate(self, base: TableMetadata | None) -> None:
+        _check_int(self._need(base).last_partition_id, self.value, "last assigned partition id")
+
+
+@dataclass(frozen=True, slots=True)
+class AssertDefaultSortOrderId(TableRequirement):
+    value: int
+    type = "assert-default-sort-order-id"
+
+    def validate(self, base: TableMetadata | None) -> None:
+        _check_int(self._need(base).default_sort_order_id, self.value, "default sort order id")
+
+
+def validate_requirements(
+    requirements: Iterable[TableRequirement], base: TableMetadata | None
+) -> None:
+    for requirement in requirements:
+        requirement.validate(base)
