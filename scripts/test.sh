@@ -12,6 +12,50 @@ if [ -d "$ORACLE_DIR" ]; then
   export FLOE_ORACLE_PY FLOE_ORACLE_DIR="$ORACLE_DIR" FLOE_REQUIRE_ORACLE=1
 fi
 
+# PostgreSQL for the SQL catalog tests, on loopback. Installed (Debian's `postgresql`) and
+# started when missing, which needs root; quick when it already runs. The tests then fail,
+# not skip, when it is unreachable. FLOE_TEST_POSTGRES_URL points them at another server.
+pg_login() {  # $1: a libpq URI; succeeds when we can log in
+  "$PY" -c 'import sys, psycopg; psycopg.connect(sys.argv[1], connect_timeout=5).close()' \
+    "$1" >/dev/null 2>&1
+}
+ensure_postgres() {
+  if ! pg_isready -q -h 127.0.0.1 -p 5432 >/dev/null 2>&1; then
+    if [ "$(id -u)" -ne 0 ]; then
+      echo "PostgreSQL is not running on 127.0.0.1:5432 (run as root to set it up)" >&2
+      return 0
+    fi
+    if ! ls /etc/postgresql/*/main >/dev/null 2>&1; then
+      echo "installing PostgreSQL ..." >&2
+      { DEBIAN_FRONTEND=noninteractive apt-get update -qq \
+          && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; } >/dev/null \
+        || echo "could not install PostgreSQL" >&2
+    fi
+    for cluster in /etc/postgresql/*/main; do
+      version="$(basename "$(dirname "$cluster")")"
+      pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+    done
+    for _ in $(seq 60); do
+      pg_isready -q -h 127.0.0.1 -p 5432 >/dev/null 2>&1 && break
+      sleep 0.5
+    done
+  fi
+  if pg_login "postgresql://postgres@127.0.0.1:5432/postgres"; then
+    return 0  # trust authentication on loopback: the tests' default URL works
+  fi
+  # A fresh Debian cluster wants passwords on TCP: a test role that may create databases.
+  local url="postgresql://floe_test:floe_test@127.0.0.1:5432/postgres"
+  if ! pg_login "$url" && [ "$(id -u)" -eq 0 ]; then
+    runuser -u postgres -- psql -qAt -d postgres -c "DO \$\$ BEGIN
+      IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'floe_test') THEN
+        CREATE ROLE floe_test LOGIN CREATEDB PASSWORD 'floe_test';
+      END IF; END \$\$;" >/dev/null || true
+  fi
+  export FLOE_TEST_POSTGRES_URL="postgresql+psycopg://floe_test:floe_test@127.0.0.1:5432/postgres"
+}
+if [ -z "${FLOE_TEST_POSTGRES_URL:-}" ]; then ensure_postgres; fi
+export FLOE_REQUIRE_POSTGRES=1
+
 mkdir -p test-artifacts
 set +e
 "$PY" -m pytest "$@"
