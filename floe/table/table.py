@@ -77,10 +77,11 @@ class Table:
     def snapshot_by_id(self, snapshot_id: int) -> Snapshot | None:
         return self.metadata.snapshot_by_id(snapshot_id)
 
-    def refresh(self) -> Table:
-        """Reload the current metadata from the catalog (only parsed when it moved)."""
+    def refresh(self, *, force: bool = False) -> Table:
+        """Reload the current metadata from the catalog (parsed when it moved, or always with
+        ``force``: a file-system table dropped and re-created reuses version names)."""
         location = self.catalog.metadata_location(self.identifier)
-        if location != self.metadata_location:
+        if force or location != self.metadata_location:
             self.metadata = parse_metadata(self.io.read(location), location)
             self.metadata_location = location
         return self

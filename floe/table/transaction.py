@@ -268,10 +268,14 @@ class Transaction:
             raise ValidationError("this transaction was already committed")
         self._done = True
         table = self.table
-        base, base_location = self.start_metadata, table.metadata_location
-        if base is not table.metadata:
-            table.refresh()
-            base, base_location = table.metadata, table.metadata_location
+        try:
+            # Java refreshes before every attempt: the first one too, so a long-lived Table
+            # does not build on metadata (or files) that are long gone
+            table.refresh(force=True)
+        except Exception:
+            self._clean_up(committed=False)
+            raise
+        base, base_location = table.metadata, table.metadata_location
         policy = RetryPolicy.from_metadata(base)
         started = time.monotonic()
         outcome_known = True
