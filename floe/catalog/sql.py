@@ -22,8 +22,9 @@ reports updated row counts should do.
 
 from __future__ import annotations
 
-import logging
+import contextlib
 import re
+import sqlite3
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -60,12 +61,10 @@ from floe.errors import (
     CommitConflict,
     CommitStateUnknown,
     FloeError,
-    MetadataError,
     NotFound,
     ValidationError,
 )
 from floe.io import FileIO
-from floe.manifest import read_manifest, read_manifest_list
 from floe.metadata import TableMetadata, parse_metadata, serialize_metadata
 from floe.partitioning import UNPARTITIONED, PartitionSpec
 from floe.schema import Schema
@@ -82,10 +81,8 @@ __all__ = [
     "create_sql_engine",
     "next_metadata_location",
     "parse_metadata_version",
-    "table_files",
 ]
 
-log = logging.getLogger(__name__)
 
 #: Spec "Metastore Tables" as Iceberg's JDBC catalog lays it out (``JdbcUtil``, V1 schema);
 #: the same DDL PyIceberg's ``SqlCatalog`` runs, so either may create the tables first.
@@ -216,13 +213,11 @@ def create_sql_engine(uri: str) -> Engine:
     @event.listens_for(engine, "connect")
     def _wal(dbapi_connection: Any, _record: Any) -> None:
         cursor = dbapi_connection.cursor()
-        try:
-            # Persistent in the file once set: readers never block the writer.
+        # Persistent in the file once set: readers never block the writer. Switching needs a
+        # moment without other connections; when that fails the next connection tries again.
+        with contextlib.suppress(sqlite3.OperationalError):
             cursor.execute("PRAGMA journal_mode=WAL")
-        except Exception:  # noqa: BLE001 - another process holds a lock; WAL is an optimisation
-            pass
-        finally:
-            cursor.close()
+        cursor.close()
 
     return engine
 
@@ -672,14 +667,9 @@ class SqlCatalog(Catalog):
         metadata = parse_metadata(self.io.read(location), location) if purge else None
         self.pointers.delete(ident)
         if metadata is not None:
-            files = table_files(self.io, metadata, location)
+            self.purge_table_files(location, metadata)
             if pointer.previous_metadata_location:
-                files.append(pointer.previous_metadata_location)
-            for path in files:
-                try:
-                    self.io.delete(path, missing_ok=True)
-                except (OSError, FloeError) as e:
-                    log.warning("purge of %s: could not delete %s: %s", ident, path, e)
+                self.io.delete(pointer.previous_metadata_location, missing_ok=True)
 
     def _require_namespace(self, levels: Namespace) -> None:
         if not self.pointers.namespace_exists(levels):
@@ -711,32 +701,3 @@ class SqlCatalog(Catalog):
             raise
         return location
 
-
-def table_files(io: FileIO, md: TableMetadata, metadata_location: str) -> list[str]:
-    """Every file a table's metadata references, for a purge (Java
-    ``CatalogUtil.dropTableData``): data and delete files, manifests, manifest lists,
-    statistics files, previous metadata files and the current one. Unreadable manifest lists
-    or manifests are logged and skipped."""
-    files: set[str] = set()
-    manifests: dict[str, Any] = {}
-    for snapshot in md.snapshots:
-        if snapshot.manifest_list:
-            files.add(snapshot.manifest_list)
-            try:
-                for m in read_manifest_list(io, snapshot.manifest_list):
-                    manifests.setdefault(m.manifest_path, m)
-            except (MetadataError, NotFound) as e:
-                log.warning("purge: skipping manifest list %s: %s", snapshot.manifest_list, e)
-        for path in snapshot.manifests or ():
-            files.add(path)
-    for path, manifest in manifests.items():
-        files.add(path)
-        try:
-            files.update(e.data_file.file_path for e in read_manifest(io, manifest))
-        except (MetadataError, NotFound) as e:
-            log.warning("purge: skipping manifest %s: %s", path, e)
-    files.update(s.statistics_path for s in md.statistics)
-    files.update(s.statistics_path for s in md.partition_statistics)
-    files.update(e.metadata_file for e in md.metadata_log)
-    files.add(metadata_location)
-    return sorted(files)
