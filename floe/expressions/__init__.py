@@ -3,6 +3,7 @@
 See docs/core-api.md "floe.expressions" for the contract.
 """
 
+from floe.expressions.arrow import arrow_filter
 from floe.expressions.base import (
     Accessor,
     AlwaysFalse,
@@ -64,6 +65,15 @@ from floe.expressions.metrics import (
     manifest_evaluator_explain,
 )
 from floe.expressions.parser import parse_filter
+from floe.expressions.projection import (
+    inclusive_projection,
+    partition_evaluator,
+    partition_evaluator_explain,
+    partition_schema,
+    project,
+    residual_evaluator,
+    strict_projection,
+)
 from floe.expressions.visitors import evaluator, evaluator_explain
 
 __all__ = [
@@ -77,5 +87,7 @@ __all__ = [
     "SetPredicate", "StartsWith", "StrictMetricsEvaluator", "StringLiteral", "TimeLiteral",
     "TimestampLiteral", "UUIDLiteral", "UnaryPredicate", "bind", "evaluator",
     "evaluator_explain", "literal", "manifest_evaluator", "manifest_evaluator_explain",
-    "parse_filter", "rewrite_not", "walk_predicates",
+    "parse_filter", "rewrite_not", "walk_predicates", "arrow_filter", "inclusive_projection",
+    "partition_evaluator", "partition_evaluator_explain", "partition_schema", "project",
+    "residual_evaluator", "strict_projection",
 ]

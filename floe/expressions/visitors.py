@@ -47,7 +47,7 @@ from floe.types import PrimitiveType
 
 __all__ = [
     "Decision", "compile_decisions", "compile_explained", "evaluator", "evaluator_explain",
-    "show_value",
+    "row_predicate", "show_value",
 ]
 
 #: a compiled leaf: None when undecided, else the reason of the decision
@@ -153,7 +153,8 @@ def _or(lf: Callable[[Any], tuple[bool, str]], rf: Callable[[Any], tuple[bool, s
 # -- the row evaluator ---------------------------------------------------------------------
 
 
-def _row_leaf(p: Predicate) -> Callable[[Any], bool]:
+def row_predicate(p: Predicate) -> Callable[[Any], bool]:
+    """One bound predicate as a test of a row."""
     get = p.ref.accessor.getter()
     if isinstance(p, IsNull):
         return lambda r: get(r) is None
@@ -201,7 +202,7 @@ def _compile_rows(expr: BooleanExpression) -> Callable[[Any], bool]:
         lf, rf = _compile_rows(expr.left), _compile_rows(expr.right)
         return lambda r: lf(r) or rf(r)
     if isinstance(expr, Predicate):
-        return _row_leaf(expr)
+        return row_predicate(expr)
     raise ValidationError(f"cannot evaluate {expr!r}")
 
 
@@ -220,7 +221,7 @@ def evaluator_explain(
     """Like :func:`evaluator`, answering ``(matches, reason)`` naming the deciding value."""
 
     def leaf(p: Predicate) -> Decision:
-        test = _row_leaf(p)
+        test = row_predicate(p)
         get = p.ref.accessor.getter()
         t = p.ref.type
         return lambda r: None if test(r) else f"{p} is false: {p.ref.name} = {show_value(t, get(r))}"
