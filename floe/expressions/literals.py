@@ -108,7 +108,7 @@ class Literal:
         Returns :data:`ABOVE_MAX` / :data:`BELOW_MIN` for values outside an int or float
         range; raises :class:`ValidationError` when there is no conversion.
         """
-        if self.type == target:
+        if self.type == target and not isinstance(target, (IntegerType, LongType)):
             return self
         fn = _CONVERSIONS.get((type(self.type), type(target)))
         if fn is None:
