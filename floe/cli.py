@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from floe import inspect
+from floe import cli_write, inspect
 from floe.catalog.filesystem import load_table_metadata
 from floe.errors import FloeError
 from floe.io import FileIO
@@ -123,6 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     p = command("files", cmd_files, "live data and delete files of a snapshot")
     p.add_argument("--snapshot", type=int, help="snapshot id (default: current)")
     p.add_argument("--filter", help="SQL-style predicate")
+    cli_write.register(sub)
     return parser
 
 

@@ -417,6 +417,8 @@ class DirectoryCatalog(FileSystemCatalog):
 
     def __init__(self, directory: str, io: FileIO | None = None) -> None:
         directory = directory.rstrip("/") or directory
+        if not directory.startswith("file:"):
+            directory = os.path.abspath(directory)  # table locations are absolute
         parent, _, name = directory.rpartition("/")
         super().__init__("path", parent or ".", io)
         self.directory = directory
@@ -427,6 +429,27 @@ class DirectoryCatalog(FileSystemCatalog):
 
     def table_location(self, ident: TableIdentifier | str) -> str:
         return self.directory
+
+    def metadata_location(self, ident: TableIdentifier | str) -> str:
+        if not is_table_dir(self.io, self.directory):
+            raise NotFound(f"{self.directory}: no Iceberg table there (no metadata/v<N>"
+                           f".metadata.json)")
+        return resolve_metadata_location(self.io, self.directory)
+
+    def create_table(
+        self,
+        ident: TableIdentifier | str,
+        schema: Schema,
+        spec: PartitionSpec = UNPARTITIONED,
+        sort_order: SortOrder = UNSORTED_SORT_ORDER,
+        properties: Mapping[str, str] | None = None,
+        location: str | None = None,
+        format_version: int = 2,
+    ) -> Table:
+        if is_table_dir(self.io, self.directory):
+            raise TableAlreadyExists(f"a table already exists at {self.directory}")
+        return super().create_table(ident, schema, spec, sort_order, properties, location,
+                                    format_version)
 
     def list_tables(self, namespace: str | Iterable[str]) -> list[TableIdentifier]:
         return [self.identifier] if is_table_dir(self.io, self.directory) else []

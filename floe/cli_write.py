@@ -1,0 +1,149 @@
+"""``floe create`` and ``floe append`` (ARCHITECTURE.md: the ``floe`` command contract).
+
+``TABLE`` is a file-system table directory. Each command is one commit and prints the new
+metadata location.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from floe.catalog.filesystem import DirectoryCatalog, directory_table
+from floe.errors import ValidationError
+from floe.manifest import DataFile
+from floe.io import FileIO, local_path
+from floe.partitioning import UNPARTITIONED, parse_partition_by
+from floe.schema import Schema
+from floe.sorting import UNSORTED_SORT_ORDER, parse_sort_by
+from floe.table.writer import write_data_files
+from floe.types import (
+    BINARY,
+    BOOLEAN,
+    DATE,
+    DOUBLE,
+    FLOAT,
+    INT,
+    LONG,
+    STRING,
+    TIME,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    DecimalType,
+    FixedType,
+    IcebergType,
+    ListType,
+    MapType,
+    NestedField,
+    StructType,
+)
+
+__all__ = ["register"]
+
+
+def _arrow_schema_to_iceberg(arrow_schema: pa.Schema) -> Schema:
+    """The Iceberg schema of an Arrow schema, ids in depth-first order (reassigned on create
+    anyway); unsigned 32/64-bit integers become long."""
+    next_id = [0]
+
+    def fid() -> int:
+        next_id[0] += 1
+        return next_id[0]
+
+    def convert(t: pa.DataType) -> IcebergType:
+        if pa.types.is_boolean(t):
+            return BOOLEAN
+        if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t) \
+                or pa.types.is_uint8(t) or pa.types.is_uint16(t):
+            return INT
+        if pa.types.is_integer(t):
+            return LONG
+        if pa.types.is_float32(t) or pa.types.is_float16(t):
+            return FLOAT
+        if pa.types.is_float64(t):
+            return DOUBLE
+        if pa.types.is_decimal(t):
+            return DecimalType(t.precision, t.scale)
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            return STRING
+        if pa.types.is_fixed_size_binary(t):
+            return FixedType(t.byte_width)
+        if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+            return BINARY
+        if pa.types.is_date(t):
+            return DATE
+        if pa.types.is_time(t):
+            return TIME
+        if pa.types.is_timestamp(t):
+            return TIMESTAMPTZ if t.tz is not None else TIMESTAMP
+        if pa.types.is_struct(t):
+            return StructType(*(field(t.field(i)) for i in range(t.num_fields)))
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            eid = fid()
+            return ListType(eid, convert(t.value_type), not t.value_field.nullable)
+        if pa.types.is_map(t):
+            kid, vid = fid(), fid()
+            return MapType(kid, convert(t.key_type), vid, convert(t.item_type),
+                           not t.item_field.nullable)
+        raise ValidationError(f"Arrow type {t} has no Iceberg equivalent")
+
+    def field(f: pa.Field) -> NestedField:
+        i = fid()
+        return NestedField(i, f.name, convert(f.type), required=not f.nullable)
+
+    return Schema(*(field(f) for f in arrow_schema))
+
+
+def cmd_create(args: argparse.Namespace) -> None:
+    io = FileIO()
+    schema = _arrow_schema_to_iceberg(pq.read_schema(local_path(args.schema_from)))
+    spec = parse_partition_by(args.partition_by, schema) if args.partition_by else UNPARTITIONED
+    order = parse_sort_by(args.sort_by, schema) if args.sort_by else UNSORTED_SORT_ORDER
+    properties: dict[str, str] = {}
+    for item in args.property or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValidationError(f"--property {item!r}: expected KEY=VALUE")
+        properties[key] = value
+    catalog = DirectoryCatalog(args.table, io)
+    table = catalog.create_table(catalog.identifier, schema, spec, order, properties, None,
+                                 args.format_version)
+    print(table.metadata_location)
+
+
+def cmd_append(args: argparse.Namespace) -> None:
+    io = FileIO()
+    table = directory_table(args.table, io)
+    files: list[DataFile] = []
+    written: list[str] = []
+    try:
+        for path in args.files:
+            files += write_data_files(io, table.metadata, pq.read_table(local_path(path)),
+                                      written=written)
+    except BaseException:
+        for location in written:
+            io.delete(location, missing_ok=True)
+        raise
+    table.new_transaction().append_files(files, owned_files=written).commit()
+    print(table.metadata_location)
+
+
+def register(subparsers: Any) -> None:
+    """Add ``create`` and ``append`` to the ``floe`` command's subparsers."""
+    p = subparsers.add_parser("create", help="create an empty file-system table")
+    p.add_argument("table", help="table directory")
+    p.add_argument("--schema-from", required=True, metavar="FILE.parquet",
+                   help="take the schema of this Parquet file")
+    p.add_argument("--partition-by", metavar="SPEC", help='e.g. "day(ts), bucket(16, id)"')
+    p.add_argument("--sort-by", metavar="ORDER", help='e.g. "id desc nulls last"')
+    p.add_argument("--format-version", type=int, choices=(1, 2), default=2)
+    p.add_argument("--property", action="append", metavar="KEY=VALUE",
+                   help="table property (repeatable)")
+    p.set_defaults(func=cmd_create)
+    p = subparsers.add_parser("append", help="append Parquet files' rows in one commit")
+    p.add_argument("table", help="table directory")
+    p.add_argument("files", nargs="+", metavar="FILE.parquet")
+    p.set_defaults(func=cmd_append)
