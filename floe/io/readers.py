@@ -1,0 +1,673 @@
+"""Reading data files of a scan plan as Arrow record batches, deletes applied.
+
+Columns are matched **by field id only** (spec "Column Projection"): a renamed column is
+found under its old name, a dropped and re-added column (new id) reads as null from old
+files, a promoted type (int→long, float→double, wider decimal) is cast. Files without field
+ids are read through the table's ``schema.name-mapping.default``; without a mapping they
+are refused. Identity partition values missing from a file come from the task's partition.
+
+Deletes (spec "Row-level Deletes"): position deletes are applied while streaming (row
+positions count from the start of the file); equality deletes compare the equality columns
+with Iceberg's semantics, where a null key deletes rows whose value is null. The residual
+filter of a task is applied last, rows where it is unknown (null) are dropped.
+
+Reading is streamed batch by batch (``batch_size`` rows) so memory is bounded by a batch
+plus the delete sets of the task being read.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from array import array
+import threading
+import uuid
+import zlib
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from floe.errors import FloeError, NotFound, ValidationError
+from floe.io.parquet import FIELD_ID_KEY, schema_to_arrow, to_arrow_type
+from floe.manifest import FileContent
+from floe.metadata import TableMetadata
+from floe.partitioning import PartitionSpec
+from floe.scan.delete_index import FILE_PATH_FIELD_ID, POS_FIELD_ID, DeleteFile
+from floe.scan.planning import FileScanTask, ScanPlan
+from floe.schema import Schema
+from floe.types import LONG, STRING, ListType, MapType, NestedField, PrimitiveType, StructType
+
+__all__ = ["read_plan", "read_task", "plan_to_table", "ReadOptions", "UnsupportedDeletes",
+           "NAME_MAPPING_PROPERTY", "DeleteCache"]
+
+NAME_MAPPING_PROPERTY = "schema.name-mapping.default"
+DEFAULT_BATCH_SIZE = 131_072
+
+
+class UnsupportedDeletes(FloeError):
+    """A table whose deletes floe cannot apply; reading it would return wrong rows."""
+
+
+# -- field ids of a file's Arrow schema --------------------------------------------------------
+
+
+def _field_id(f: pa.Field) -> int | None:
+    md = f.metadata
+    if md and FIELD_ID_KEY in md:
+        return int(md[FIELD_ID_KEY])
+    return None
+
+
+def _with_id(f: pa.Field, fid: int | None, type_: pa.DataType | None = None) -> pa.Field:
+    md = dict(f.metadata or {})
+    md.pop(FIELD_ID_KEY, None)
+    if fid is not None:
+        md[FIELD_ID_KEY] = str(fid).encode()
+    return pa.field(f.name, type_ if type_ is not None else f.type, f.nullable, md)
+
+
+def _has_ids(schema: pa.Schema) -> bool:
+    return any(_field_id(f) is not None for f in schema)
+
+
+def _apply_mapping(fields: Iterable[pa.Field], mapping: list[dict[str, Any]]) -> list[pa.Field]:
+    """Spec "Column Projection" (name mapping): ids for fields that have none, by name."""
+    by_name: dict[str, dict[str, Any]] = {}
+    for m in mapping:
+        for n in m.get("names", []):
+            by_name[n] = m
+    out = []
+    for f in fields:
+        m = by_name.get(f.name)
+        fid = m.get("field-id") if m else None
+        sub = (m or {}).get("fields") or []
+        t = f.type
+        if pa.types.is_struct(t):
+            t = pa.struct(_apply_mapping(list(t), sub))
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            (vf,) = _apply_mapping([t.value_field], sub) if sub else [t.value_field]
+            if not sub or _field_id(vf) is None:
+                vf = _apply_mapping([t.value_field.with_name("element")], sub)[0]
+            t = pa.large_list(vf) if pa.types.is_large_list(t) else pa.list_(vf)
+        elif pa.types.is_map(t):
+            kf, vf = _apply_mapping([t.key_field.with_name("key"),
+                                     t.item_field.with_name("value")], sub)
+            t = pa.map_(kf, vf)
+        out.append(_with_id(f, fid, t))
+    return out
+
+
+def file_schema_with_ids(arrow_schema: pa.Schema, md: TableMetadata | None,
+                         location: str) -> pa.Schema:
+    """The file's Arrow schema with a field id on every field it can have one."""
+    if _has_ids(arrow_schema):
+        return arrow_schema
+    raw = (md.properties if md is not None else {}).get(NAME_MAPPING_PROPERTY)
+    if not raw:
+        raise ValidationError(
+            f"{location}: the data file has no field ids and the table has no "
+            f"{NAME_MAPPING_PROPERTY!r} property to map its column names")
+    try:
+        mapping = json.loads(raw)
+    except ValueError as e:
+        raise ValidationError(f"table property {NAME_MAPPING_PROPERTY} is not JSON: {e}") from None
+    return pa.schema(_apply_mapping(list(arrow_schema), mapping))
+
+
+# -- projection by field id --------------------------------------------------------------------
+
+
+def _constant(value: Any, target: pa.DataType, n: int) -> pa.Array:
+    if value is None:
+        return pa.nulls(n, type=target)
+    if isinstance(value, uuid.UUID):
+        value = value.bytes
+    return pa.repeat(pa.array([value], type=target)[0], n)
+
+
+def _project(arr: pa.Array, ftype: pa.DataType, field: NestedField,
+             where: str) -> pa.Array:
+    """One column: the file's array (Arrow type ``ftype``, with ids) as the Iceberg field."""
+    t = field.field_type
+    target = to_arrow_type(t)
+    if isinstance(arr.type, pa.ExtensionType):
+        arr = arr.storage
+        ftype = arr.type
+    if isinstance(t, StructType):
+        if not pa.types.is_struct(ftype):
+            raise ValidationError(f"{where}: column {field.name} is not a struct in the file")
+        by_id = {_field_id(ftype.field(i)): i for i in range(ftype.num_fields)}
+        children = []
+        for child in t.fields:
+            i = by_id.get(child.field_id)
+            if i is None:
+                children.append(_missing(child, len(arr), where))
+            else:
+                children.append(_project(arr.field(i), ftype.field(i).type, child, where))
+        mask = arr.is_null() if arr.null_count else None
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+    if isinstance(t, ListType):
+        if not (pa.types.is_list(ftype) or pa.types.is_large_list(ftype)):
+            raise ValidationError(f"{where}: column {field.name} is not a list in the file")
+        values = _project(arr.values, ftype.value_type, t.element_field, where)
+        offsets = arr.offsets.cast(pa.int64())
+        mask = arr.is_null() if arr.null_count else None
+        return pa.LargeListArray.from_arrays(offsets, values, type=target, mask=mask)
+    if isinstance(t, MapType):
+        if not pa.types.is_map(ftype):
+            raise ValidationError(f"{where}: column {field.name} is not a map in the file")
+        keys = _project(arr.keys, ftype.key_type, t.key_field, where)
+        items = _project(arr.items, ftype.item_type, t.value_field, where)
+        mask = arr.is_null() if arr.null_count else None
+        return pa.MapArray.from_arrays(arr.offsets, keys, items, type=target, mask=mask)
+    if arr.type == target:
+        return arr
+    try:
+        return arr.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise ValidationError(
+            f"{where}: column {field.name} has type {arr.type} in the file, which cannot be "
+            f"read as {t}: {e}") from None
+
+
+def _missing(field: NestedField, n: int, where: str) -> pa.Array:
+    target = to_arrow_type(field.field_type)
+    if field.initial_default is not None and isinstance(field.field_type, PrimitiveType):
+        return _constant(field.initial_default, target, n)
+    return pa.nulls(n, type=target)
+
+
+class _Projection:
+    """How one file's top-level columns become the read schema's columns."""
+
+    def __init__(self, file_schema: pa.Schema, read_schema: Schema,
+                 constants: dict[int, Any], where: str) -> None:
+        self.where = where
+        self.read_schema = read_schema
+        self.arrow_schema = schema_to_arrow(read_schema)
+        by_id = {_field_id(f): i for i, f in enumerate(file_schema)}
+        self.columns: list[str] = []
+        self.plan: list[tuple[NestedField, int | None, pa.DataType | None]] = []
+        self.constants = constants
+        for f in read_schema.fields:
+            i = by_id.get(f.field_id)
+            if i is None:
+                self.plan.append((f, None, None))
+            else:
+                self.plan.append((f, len(self.columns), file_schema.field(i).type))
+                self.columns.append(file_schema.field(i).name)
+
+    def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        n = batch.num_rows
+        arrays = []
+        for f, i, ftype in self.plan:
+            if i is None or ftype is None:
+                if f.field_id in self.constants:
+                    arrays.append(_constant(self.constants[f.field_id],
+                                            to_arrow_type(f.field_type), n))
+                else:
+                    if f.required and f.initial_default is None:
+                        raise ValidationError(
+                            f"{self.where}: the data file has no column for required field "
+                            f"{f.name} (id {f.field_id})")
+                    arrays.append(_missing(f, n, self.where))
+            else:
+                arrays.append(_project(batch.column(i), ftype, f, self.where))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
+
+
+def _identity_constants(spec: PartitionSpec | None, partition: Sequence[Any],
+                        schema: Schema) -> dict[int, Any]:
+    if spec is None:
+        return {}
+    out: dict[int, Any] = {}
+    for pf, value in zip(spec.fields, partition, strict=False):
+        if str(pf.transform) == "identity" and pf.source_id in schema.field_ids():
+            out[pf.source_id] = value
+    return out
+
+
+# -- opening files -----------------------------------------------------------------------------
+
+
+def _open(io: Any, path: str, what: str) -> Any:
+    try:
+        return io.open(path)
+    except NotFound:
+        raise NotFound(f"{path}: {what} listed in the table's manifests does not exist") from None
+
+
+def _open_parquet(fh: Any, path: str, what: str) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(fh)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise FloeError(f"{path}: cannot read {what}: {e}") from None
+
+
+def _format(df: Any) -> str:
+    return str(df.file_format).upper()
+
+
+def _file_batches(io: Any, path: str, fmt: str, md: TableMetadata | None,
+                  read_schema: Schema, constants: dict[int, Any], batch_size: int,
+                  what: str = "data file") -> Iterator[pa.RecordBatch]:
+    """Batches of a data or delete file projected to ``read_schema`` by field id."""
+    if fmt == "PARQUET":
+        with _open(io, path, what) as fh:
+            yield from _parquet_batches(fh, path, md, read_schema, constants, batch_size, what)
+        return
+    if fmt == "ORC":
+        yield from _orc_batches(io, path, md, read_schema, constants, batch_size, what)
+        return
+    if fmt == "AVRO":
+        yield from _avro_batches(io, path, read_schema, constants, batch_size, what)
+        return
+    raise ValidationError(f"{path}: floe cannot read {fmt} {what}s")
+
+
+def _parquet_batches(fh: Any, path: str, md: TableMetadata | None, read_schema: Schema,
+                     constants: dict[int, Any], batch_size: int, what: str
+                     ) -> Iterator[pa.RecordBatch]:
+    pf = _open_parquet(fh, path, what)
+    fschema = file_schema_with_ids(pf.schema_arrow, md, path)
+    proj = _Projection(fschema, read_schema, constants, path)
+    if not proj.columns:  # nothing to read but the row count
+        n = pf.metadata.num_rows
+        for start in range(0, n, batch_size):
+            yield proj.apply(_empty(min(batch_size, n - start)))
+        return
+    for batch in pf.iter_batches(batch_size=batch_size, columns=proj.columns, use_threads=True):
+        yield proj.apply(batch)
+
+
+def _empty(n: int) -> pa.RecordBatch:
+    return pa.record_batch([pa.nulls(n)], names=["_"]).select([])
+
+
+def _orc_batches(io: Any, path: str, md: TableMetadata | None, read_schema: Schema,
+                 constants: dict[int, Any], batch_size: int, what: str
+                 ) -> Iterator[pa.RecordBatch]:
+    import pyarrow.orc as orc
+
+    with _open(io, path, what) as fh:
+        f = orc.ORCFile(pa.BufferReader(fh.read()))
+    # pyarrow does not expose ORC's iceberg.id type attributes: only a name mapping gives ids
+    fschema = file_schema_with_ids(f.schema, md, path)
+    proj = _Projection(fschema, read_schema, constants, path)
+    for stripe in range(f.nstripes):
+        b = f.read_stripe(stripe, columns=proj.columns or None)
+        for chunk in b.to_batches(batch_size):
+            yield proj.apply(chunk)
+
+
+def _avro_batches(io: Any, path: str, read_schema: Schema, constants: dict[int, Any],
+                  batch_size: int, what: str) -> Iterator[pa.RecordBatch]:
+    """Avro data files: top-level columns by field id (nested values by name)."""
+    import fastavro
+
+    with _open(io, path, what) as fh:
+        reader = fastavro.reader(fh)
+        wschema = reader.writer_schema
+        assert isinstance(wschema, dict)
+        names = {f.get("field-id"): f["name"] for f in wschema.get("fields", [])}
+        if None in names and len(names) == 1:
+            raise ValidationError(f"{path}: the Avro data file has no field ids")
+        target = schema_to_arrow(read_schema)
+        rows: list[dict[str, Any]] = []
+
+        def flush() -> pa.RecordBatch:
+            arrays = []
+            for f, af in zip(read_schema.fields, target, strict=True):
+                name = names.get(f.field_id)
+                if name is None:
+                    arrays.append(_constant(constants.get(f.field_id), af.type, len(rows)))
+                else:
+                    vals = [_avro_value(r.get(name)) for r in rows]
+                    arrays.append(pa.array(vals, type=af.type))
+            return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+        for rec in reader:
+            assert isinstance(rec, dict)
+            rows.append(rec)
+            if len(rows) >= batch_size:
+                yield flush()
+                rows = []
+        if rows:
+            yield flush()
+
+
+def _avro_value(v: Any) -> Any:
+    return v.bytes if isinstance(v, uuid.UUID) else v
+
+
+# -- deletes -----------------------------------------------------------------------------------
+
+
+class DeleteCache:
+    """Decoded delete files by path (bounded): position deletes as (paths, positions)."""
+
+    def __init__(self, max_files: int = 256) -> None:
+        self.max_files = max_files
+        self._items: OrderedDict[tuple[str, tuple[int, ...]], Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_or_load(self, key: tuple[str, tuple[int, ...]], load: Callable[[], Any]) -> Any:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        value = load()
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self.max_files:
+                self._items.popitem(last=False)
+        return value
+
+
+_POS_SCHEMA = Schema(
+    NestedField(FILE_PATH_FIELD_ID, "file_path", STRING, True),
+    NestedField(POS_FIELD_ID, "pos", LONG, True),
+)
+
+
+def _position_deletes(io: Any, task: FileScanTask, md: TableMetadata | None,
+                      cache: DeleteCache) -> pa.Array | None:
+    """Deleted row positions of the task's data file (int64, unsorted), or None."""
+    parts: list[pa.Array] = []
+    path = task.data_file.file_path
+    for d in task.delete_files:
+        if d.content != FileContent.POSITION_DELETES:
+            continue
+        if d.is_deletion_vector:
+            parts.append(_deletion_vector(io, d, path))
+            continue
+
+        def load(d: DeleteFile = d) -> pa.Table:
+            batches = list(_file_batches(io, d.path, _format(d.data_file), md, _POS_SCHEMA, {},
+                                         DEFAULT_BATCH_SIZE, "position delete file"))
+            return pa.Table.from_batches(batches, schema=schema_to_arrow(_POS_SCHEMA))
+
+        table = cache.get_or_load((d.path, ()), load)
+        if d.data_file.referenced_data_file == path:
+            pos = table.column(1)
+        else:
+            pos = table.column(1).filter(pc.equal(table.column(0), path))
+        if len(pos):
+            parts.append(pos.combine_chunks())
+    if not parts:
+        return None
+    return pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
+
+
+def _deleted_mask(positions: pa.Array, rows: int) -> pa.Array:
+    """A boolean per row of the file: deleted by position."""
+    if rows <= 0:
+        return pa.array([], pa.bool_())
+    index = pc.subtract(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), rows)), 1)
+    return pc.is_in(index, value_set=positions)
+
+
+_DV_MAGIC = b"\xd1\xd3\x39\x64"
+
+
+def _deletion_vector(io: Any, d: DeleteFile, data_path: str) -> pa.Array:
+    """Spec "Deletion Vectors": a ``deletion-vector-v1`` Puffin blob, positions sorted."""
+    df = d.data_file
+    if df.referenced_data_file not in (None, data_path):
+        return pa.array([], pa.int64())
+    if df.content_offset is None or df.content_size_in_bytes is None:
+        raise UnsupportedDeletes(f"{d.path}: deletion vector without content offset and size")
+    try:
+        with io.open(d.path) as fh:
+            fh.seek(df.content_offset)
+            blob = fh.read(df.content_size_in_bytes)
+    except NotFound:
+        raise NotFound(f"{d.path}: deletion vector file listed in the table's manifests does "
+                       "not exist") from None
+    if len(blob) < 12 or blob[4:8] != _DV_MAGIC:
+        raise UnsupportedDeletes(f"{d.path}: not a deletion-vector-v1 blob at offset "
+                                 f"{df.content_offset}")
+    (length,) = struct.unpack(">I", blob[:4])
+    body = blob[4:4 + length]
+    (crc,) = struct.unpack(">I", blob[4 + length:8 + length])
+    if zlib.crc32(body) != crc:
+        raise UnsupportedDeletes(f"{d.path}: deletion vector checksum mismatch")
+    return roaring64_positions(body[4:])
+
+
+def roaring64_positions(data: bytes) -> pa.Array:
+    """The values of a 64-bit Roaring bitmap in the portable format, sorted (int64)."""
+    (count,) = struct.unpack_from("<Q", data, 0)
+    off = 8
+    values: list[int] = []
+    for _ in range(count):
+        (high,) = struct.unpack_from("<I", data, off)
+        low, off = _roaring32(data, off + 4)
+        base = high << 32
+        values += [base | v for v in low] if base else low
+    return pa.array(values, pa.int64())
+
+
+def _u16(data: bytes, off: int, count: int) -> list[int]:
+    a = array("H")
+    a.frombytes(data[off:off + 2 * count])
+    if struct.pack("=H", 1) != struct.pack("<H", 1):  # pragma: no cover - big-endian hosts
+        a.byteswap()
+    return a.tolist()
+
+
+def _roaring32(data: bytes, off: int) -> tuple[list[int], int]:
+    """One 32-bit Roaring bitmap (portable serialisation) from ``off``: values, end offset."""
+    (cookie,) = struct.unpack_from("<I", data, off)
+    off += 4
+    if cookie & 0xFFFF == 12347:
+        size = (cookie >> 16) + 1
+        run_bits = data[off:off + (size + 7) // 8]
+        off += (size + 7) // 8
+    elif cookie == 12346:
+        (size,) = struct.unpack_from("<I", data, off)
+        off += 4
+        run_bits = b""
+    else:
+        raise UnsupportedDeletes("deletion vector: not a portable Roaring bitmap")
+    header = _u16(data, off, 2 * size)
+    off += 4 * size
+    if not run_bits or size >= 4:
+        off += 4 * size  # container offsets, not needed when reading in order
+    out: list[int] = []
+    for i in range(size):
+        key = header[2 * i] << 16
+        card = header[2 * i + 1] + 1
+        if run_bits and run_bits[i // 8] >> (i % 8) & 1:
+            (runs,) = struct.unpack_from("<H", data, off)
+            pairs = _u16(data, off + 2, 2 * runs)
+            off += 2 + 4 * runs
+            for k in range(runs):
+                start = key | pairs[2 * k]
+                out.extend(range(start, start + pairs[2 * k + 1] + 1))
+        elif card > 4096:
+            words = data[off:off + 8192]
+            off += 8192
+            out.extend(key | (j * 8 + b) for j, byte in enumerate(words) if byte
+                       for b in range(8) if byte >> b & 1)
+        else:
+            out.extend(key | v for v in _u16(data, off, card))
+            off += 2 * card
+    return out, off
+
+
+def _field_anywhere(md: TableMetadata | None, schema: Schema, fid: int) -> NestedField:
+    try:
+        return schema.find_field(fid)
+    except (ValidationError, KeyError):
+        pass
+    for s in sorted(md.schemas if md else [], key=lambda s: -s.schema_id):
+        try:
+            return s.find_field(fid)
+        except (ValidationError, KeyError):
+            continue
+    raise ValidationError(f"equality delete field id {fid} is in no schema of the table")
+
+
+def _equality_deletes(io: Any, task: FileScanTask, md: TableMetadata | None, schema: Schema,
+                      cache: DeleteCache) -> list[tuple[tuple[int, ...], pa.Table]]:
+    """Per set of equality field ids: the delete keys of every applicable file."""
+    groups: dict[tuple[int, ...], list[pa.Table]] = {}
+    for d in task.delete_files:
+        if d.content != FileContent.EQUALITY_DELETES:
+            continue
+        ids = tuple(d.data_file.equality_ids or ())
+        if not ids:
+            raise ValidationError(f"{d.path}: equality delete file without equality ids")
+        eq_schema = Schema(*[_field_anywhere(md, schema, i) for i in ids])
+
+        def load(d: DeleteFile = d, eq_schema: Schema = eq_schema) -> pa.Table:
+            batches = list(_file_batches(io, d.path, _format(d.data_file), md, eq_schema, {},
+                                         DEFAULT_BATCH_SIZE, "equality delete file"))
+            return pa.Table.from_batches(batches, schema=schema_to_arrow(eq_schema))
+
+        groups.setdefault(ids, []).append(cache.get_or_load((d.path, ids), load))
+    return [(ids, pa.concat_tables(tables)) for ids, tables in groups.items()]
+
+
+def _eq_deleted(batch: pa.RecordBatch, ids: tuple[int, ...], keys: pa.Table,
+                positions: dict[int, int]) -> pa.Array:
+    """Boolean mask of rows whose equality columns match a delete key (null matches null)."""
+    if len(ids) == 1:
+        col = batch.column(positions[ids[0]])
+        return pc.fill_null(pc.is_in(col, value_set=keys.column(0).combine_chunks(),
+                                     skip_nulls=False), False)
+    n = batch.num_rows
+    rows = pc.subtract(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), n)), 1)
+    left: dict[str, Any] = {"__row": rows}
+    right: dict[str, Any] = {}
+    names = []
+    for k, fid in enumerate(ids):
+        lcol = batch.column(positions[fid])
+        rcol = keys.column(k).combine_chunks()
+        left[f"n{k}"] = lcol.is_null()
+        right[f"n{k}"] = rcol.is_null()
+        names.append(f"n{k}")
+        lvalid = lcol.drop_null()
+        rvalid = rcol.drop_null()
+        if len(lvalid) and len(rvalid):
+            fill = rvalid[0]
+            left[f"v{k}"] = pc.fill_null(lcol, fill)
+            right[f"v{k}"] = pc.fill_null(rcol, fill)
+            names.append(f"v{k}")
+    lt = pa.table(left)
+    rt = pa.table(right).group_by(names).aggregate([])
+    hit = lt.join(rt, keys=names, join_type="left semi").column("__row")
+    return pc.is_in(rows, value_set=hit.combine_chunks())
+
+
+# -- tasks -------------------------------------------------------------------------------------
+
+
+class ReadOptions:
+    """What to read: the scan schema, output columns and helpers shared across tasks."""
+
+    def __init__(self, md: TableMetadata | None, schema: Schema,
+                 columns: Sequence[str] | None = None, case_sensitive: bool = True,
+                 batch_size: int = DEFAULT_BATCH_SIZE,
+                 delete_cache: DeleteCache | None = None) -> None:
+        self.md = md
+        self.schema = schema
+        self.output = schema.select(*columns, case_sensitive=case_sensitive) if columns \
+            else schema
+        self.output_arrow = schema_to_arrow(self.output)
+        self.batch_size = batch_size
+        self.delete_cache = delete_cache or DeleteCache()
+        self.case_sensitive = case_sensitive
+
+    def read_schema(self, extra_ids: Iterable[int]) -> Schema:
+        """The output columns plus the top-level columns holding ``extra_ids``."""
+        wanted = {f.field_id for f in self.output.fields}
+        extra = set(extra_ids) - self.output.field_ids()
+        if not extra:
+            return self.output
+        for f in self.schema.fields:
+            if f.field_id in wanted:
+                continue
+            if f.field_id in extra or (Schema(f).field_ids() & extra):
+                wanted.add(f.field_id)
+        fields = [f for f in self.schema.fields if f.field_id in wanted]
+        known = {i for f in fields for i in Schema(f).field_ids()}
+        for fid in sorted(extra - known):  # equality columns dropped from the scan schema
+            fields.append(_field_anywhere(self.md, self.schema, fid))
+        return Schema(*fields, schema_id=self.schema.schema_id)
+
+
+def read_task(io: Any, task: FileScanTask, options: ReadOptions,
+              residual: Callable[[pa.RecordBatch], pa.Array] | None = None
+              ) -> Iterator[pa.RecordBatch]:
+    """The rows of one task after deletes and the residual, as batches of the output schema.
+
+    ``residual`` maps a batch of the read schema to a boolean mask (null = unknown: dropped).
+    """
+    df = task.data_file
+    md = options.md
+    positions = _position_deletes(io, task, md, options.delete_cache)
+    eq = _equality_deletes(io, task, md, options.schema, options.delete_cache)
+    residual_ids = set(getattr(residual, "field_ids", ()) or ())
+    eq_ids = {i for ids, _ in eq for i in ids}
+    read_schema = options.read_schema(eq_ids | residual_ids)
+    spec = md.spec_by_id(task.spec_id) if md is not None else None
+    constants = _identity_constants(spec, df.partition, read_schema)
+    index = {f.field_id: i for i, f in enumerate(read_schema.fields)}
+    out_names = [f.name for f in options.output.fields]
+    trim = read_schema is not options.output
+    deleted_rows = None if positions is None else _deleted_mask(positions, df.record_count)
+    row = 0
+    for batch in _file_batches(io, df.file_path, _format(df), md, read_schema, constants,
+                               options.batch_size):
+        n = batch.num_rows
+        deleted: pa.Array | None = None
+        if deleted_rows is not None:
+            if row + n > len(deleted_rows):
+                raise ValidationError(f"{df.file_path}: the data file has more rows than its "
+                                      f"record_count {df.record_count}")
+            deleted = deleted_rows.slice(row, n)
+        for ids, keys in eq:
+            hit = _eq_deleted(batch, ids, keys, index)
+            deleted = hit if deleted is None else pc.or_(deleted, hit)
+        keep = None if deleted is None else pc.invert(deleted)
+        if residual is not None:
+            r = pc.fill_null(residual(batch), False)
+            keep = r if keep is None else pc.and_(keep, r)
+        row += n
+        if keep is not None:
+            batch = batch.filter(keep)
+        if trim:
+            batch = pa.RecordBatch.from_arrays([batch.column(c) for c in out_names],
+                                               schema=options.output_arrow)
+        if batch.num_rows:
+            yield batch
+
+
+def read_plan(io: Any, plan: ScanPlan, columns: Sequence[str] | None = None,
+              batch_size: int = DEFAULT_BATCH_SIZE) -> Iterator[pa.RecordBatch]:
+    """Every row of a planned scan, as record batches of the selected columns."""
+    options = ReadOptions(plan.metadata, plan.schema, columns, plan.case_sensitive, batch_size)
+    from floe.scan import _expr
+
+    residuals: dict[str, Callable[[pa.RecordBatch], pa.Array] | None] = {}
+    for task in plan.tasks:
+        key = str(task.residual)
+        if key not in residuals:
+            residuals[key] = None if task.residual is None else \
+                _expr.arrow_filter(task.residual, plan.schema, plan.case_sensitive)
+        yield from read_task(io, task, options, residuals[key])
+
+
+def plan_to_table(io: Any, plan: ScanPlan, columns: Sequence[str] | None = None) -> pa.Table:
+    """The whole scan as one Arrow table."""
+    options_schema = (plan.schema.select(*columns, case_sensitive=plan.case_sensitive)
+                      if columns else plan.schema)
+    return pa.Table.from_batches(list(read_plan(io, plan, columns)),
+                                 schema=schema_to_arrow(options_schema))
+
