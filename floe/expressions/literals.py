@@ -100,6 +100,8 @@ class Literal:
             return f"TIMESTAMP '{to_human_string(t, v)}'"
         if isinstance(t, (StringType, UUIDType)):
             return "'" + str(v).replace("'", "''") + "'"
+        if isinstance(v, bytes):
+            return f"X'{v.hex().upper()}'"
         return "'" + to_human_string(t, v).replace("'", "''") + "'"
 
     def to(self, target: PrimitiveType) -> Literal:
