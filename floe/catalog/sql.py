@@ -545,7 +545,8 @@ class SqlCatalog(Catalog):
     # -- namespaces --------------------------------------------------------------------------
 
     def list_namespaces(self, parent: str | Iterable[str] = ()) -> list[Namespace]:
-        levels = _namespace(parent) if (parent if isinstance(parent, str) else tuple(parent)) else ()
+        raw = parent if isinstance(parent, str) else tuple(parent)
+        levels = _namespace(raw) if raw else ()
         if levels and not self.pointers.namespace_exists(levels):
             raise NotFound(f"namespace {_ns_str(levels)} does not exist in catalog {self.name!r}")
         return self.pointers.list_namespaces(levels)
