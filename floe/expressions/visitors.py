@@ -31,7 +31,6 @@ from floe.expressions.base import (
     LessThanOrEqual,
     LiteralPredicate,
     NotEqualTo,
-    NotIn,
     NotNaN,
     NotNull,
     NotStartsWith,
@@ -62,11 +61,6 @@ def show_value(t: PrimitiveType, value: Any) -> str:
         return str(Literal(value, t))
     except (ValidationError, ValueError, TypeError):
         return repr(value)
-
-
-def _ensure_bound(schema: Schema, expr: BooleanExpression, case_sensitive: bool
-                  ) -> BooleanExpression:
-    return bind(schema, expr, case_sensitive)
 
 
 def compile_decisions(
@@ -224,7 +218,8 @@ def evaluator_explain(
         test = row_predicate(p)
         get = p.ref.accessor.getter()
         t = p.ref.type
-        return lambda r: None if test(r) else f"{p} is false: {p.ref.name} = {show_value(t, get(r))}"
+        name = p.ref.name
+        return lambda r: None if test(r) else f"{p} is false: {name} = {show_value(t, get(r))}"
 
     return compile_explained(bind(schema, expr, case_sensitive), leaf, False,
                              lambda p: f"{p} is true")

@@ -336,4 +336,5 @@ def test_manifest_filter_through_a_transform() -> None:
     assert manifest_evaluator(spec, schema, project(parse_filter("ts >= 209")))(m)
     assert not manifest_evaluator(spec, schema, project(parse_filter("ts >= 210")))(m)
     kept, why = manifest_evaluator_explain(spec, schema, project(parse_filter("ts < 100")))(m)
-    assert (kept, why) == (False, "pruned: ts_trunc <= 90 but partition lower_bound(ts_trunc) = 100")
+    assert (kept, why) == (
+        False, "pruned: ts_trunc <= 90 but partition lower_bound(ts_trunc) = 100")
