@@ -6,7 +6,8 @@ partitions in which every row matches ``P``. The rules are Java's ``ProjectionUt
 ``project`` / ``projectStrict`` methods of each transform, including the correction for
 temporal values before 1970 (``fixInclusiveTimeProjection`` / ``fixStrictTimeProjection``):
 Java writers before 1.0 rounded negative timestamps towards zero, so for a negative projected
-value the neighbour ``v + 1`` is matched too.
+value the neighbour ``v + 1`` is matched too (not for ``day`` of a date, as in Java's
+``Dates.DAY``).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from floe.transforms import (
     TruncateTransform,
     YearTransform,
 )
-from floe.types import DecimalType, IntegerType, LongType, PrimitiveType, StringType
+from floe.types import DateType, DecimalType, IntegerType, LongType, PrimitiveType, StringType
 
 __all__ = [
     "inclusive_projection", "partition_evaluator", "partition_evaluator_explain",
@@ -89,6 +90,8 @@ def project(transform: Transform, name: str, pred: Predicate, strict: bool) -> P
                                isinstance(source, StringType))
     if isinstance(transform, _TEMPORAL):
         projected = _numeric(pred, name, f, rt, 1, strict)
+        if isinstance(transform, DayTransform) and isinstance(source, DateType):
+            return projected  # day(date) is the identity: Java's Dates.DAY needs no fix
         return _fix_strict(projected) if strict else _fix_inclusive(projected)
     return None
 
