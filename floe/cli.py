@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from floe import cli_write, inspect
+from floe import cli_scan, cli_write, inspect
 from floe.catalog.filesystem import load_table_metadata
 from floe.errors import FloeError
 from floe.io import FileIO
@@ -93,9 +93,13 @@ def cmd_manifests(args: argparse.Namespace) -> None:
 def cmd_files(args: argparse.Namespace) -> None:
     io, _, md = _load(args)
     snapshot = inspect.resolve_snapshot(md, args.snapshot)
-    if getattr(args, "filter", None):
-        raise FloeError("--filter needs scan planning, which this version of floe lacks")
     rows = inspect.file_rows(io, md, snapshot)
+    if getattr(args, "filter", None):
+        from floe.scan import plan_files
+
+        plan = plan_files(io, md, snapshot_id=args.snapshot, row_filter=args.filter)
+        wanted = {p for t in plan.tasks for p in (t.file_path, *(d.path for d in t.delete_files))}
+        rows = [r for r in rows if r["file_path"] in wanted]
     if args.json:
         _print_json(rows)
     else:
@@ -124,6 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--snapshot", type=int, help="snapshot id (default: current)")
     p.add_argument("--filter", help="SQL-style predicate")
     cli_write.register(sub)
+    cli_scan.register(sub)
     return parser
 
 

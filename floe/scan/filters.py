@@ -42,8 +42,9 @@ class ScanFilter:
     """A row filter bound to a schema, with per-spec evaluators made on first use."""
 
     def __init__(self, md: TableMetadata, schema: Schema, row_filter: Any,
-                 case_sensitive: bool = True) -> None:
+                 case_sensitive: bool = True, explain: bool = False) -> None:
         self.md = md
+        self.explain = explain
         self.schema = schema
         self.case_sensitive = case_sensitive
         self.expression: Any = None
@@ -54,7 +55,7 @@ class ScanFilter:
             self.expression, self.bound = _expr.bind_filter(schema, row_filter, case_sensitive)
         self._specs: dict[int, SpecFilter] = {}
 
-    def for_spec(self, spec_id: int) -> SpecFilter:
+    def for_spec(self, spec_id: int) -> Any:
         got = self._specs.get(spec_id)
         if got is None:
             if self.bound is None:
@@ -63,6 +64,6 @@ class ScanFilter:
                 from floe.scan import _expr
 
                 got = _expr.spec_filter(self.md, self.schema, spec_id, self.expression,
-                                        self.bound, self.case_sensitive)
+                                        self.bound, self.case_sensitive, self.explain)
             self._specs[spec_id] = got
         return got

@@ -25,7 +25,7 @@ from floe.manifest import DataFile, ManifestContent, ManifestFile, read_manifest
 from floe.metadata import TableMetadata
 from floe.scan.delete_index import DeleteFile, DeleteFileIndex
 from floe.scan.explain import FileDecision, Funnel, ManifestDecision, PlanExplain
-from floe.scan.filters import ScanFilter, SpecFilter
+from floe.scan.filters import ScanFilter
 from floe.scan.manifests import DEFAULT_CACHE, ManifestCache, read_live_entries
 from floe.schema import Schema
 from floe.snapshots import Snapshot
@@ -69,6 +69,7 @@ class ScanPlan:
     snapshot: Snapshot | None
     schema: Schema
     row_filter: Any
+    bound_filter: Any = None
     tasks: list[FileScanTask] = field(default_factory=list)
     funnel: Funnel = field(default_factory=Funnel)
     explain: PlanExplain | None = None
@@ -158,9 +159,9 @@ def plan_files(
     ref and for a timestamp before the first snapshot; ValidationError for a bad filter.
     """
     sel = select_snapshot(metadata, snapshot_id, as_of_ms, ref)
-    scan_filter = ScanFilter(metadata, sel.schema, row_filter, case_sensitive)
+    scan_filter = ScanFilter(metadata, sel.schema, row_filter, case_sensitive, explain)
     plan = ScanPlan(metadata, sel.snapshot, sel.schema, scan_filter.expression,
-                    case_sensitive=case_sensitive)
+                    scan_filter.bound, case_sensitive=case_sensitive)
     if explain:
         plan.explain = PlanExplain(snapshot_selection=sel.how)
     if sel.snapshot is None:

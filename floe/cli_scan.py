@@ -1,0 +1,154 @@
+"""``floe scan`` and ``floe plan`` (see ARCHITECTURE.md, "The floe command line").
+
+``scan`` writes the rows of a table state after deletes as Parquet, or as JSON lines on
+stdout with ``--output -``; ``plan --json`` prints the explained plan of
+:func:`floe.scan.plan_files`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import datetime as dt
+import decimal
+import json
+import math
+import os
+import sys
+import uuid
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from floe.catalog.filesystem import load_table_metadata
+from floe.errors import ValidationError
+from floe.io import FileIO, local_path
+from floe.io.parquet import schema_to_arrow
+from floe.io.readers import read_plan
+from floe.scan import plan_files
+
+__all__ = ["register", "cmd_scan", "cmd_plan", "json_value"]
+
+
+def register(sub: Any) -> None:
+    """Add ``scan`` and ``plan`` to the ``floe`` command's subparsers."""
+    p = sub.add_parser("scan", help="the rows of a table state after deletes")
+    p.add_argument("table", help="table directory or *.metadata.json file")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--snapshot", type=int, help="snapshot id (default: current)")
+    which.add_argument("--as-of", type=int, dest="as_of", metavar="TIMESTAMP_MS",
+                       help="the snapshot current at this time (ms since the epoch)")
+    which.add_argument("--ref", help="branch or tag name")
+    p.add_argument("--filter", help="SQL-style predicate")
+    p.add_argument("--columns", help="comma-separated column names (default: all)")
+    p.add_argument("--output", required=True,
+                   help="Parquet file to write, or - for JSON lines on stdout")
+    p.set_defaults(func=cmd_scan)
+
+    p = sub.add_parser("plan", help="the scan plan: files kept or pruned and why")
+    p.add_argument("table", help="table directory or *.metadata.json file")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--snapshot", type=int, help="snapshot id (default: current)")
+    which.add_argument("--as-of", type=int, dest="as_of", metavar="TIMESTAMP_MS")
+    which.add_argument("--ref", help="branch or tag name")
+    p.add_argument("--filter", help="SQL-style predicate")
+    p.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    p.set_defaults(func=cmd_plan)
+
+
+def _plan(args: argparse.Namespace, explain: bool) -> tuple[FileIO, Any]:
+    io = FileIO()
+    _, md = load_table_metadata(io, args.table)
+    plan = plan_files(io, md, snapshot_id=args.snapshot, as_of_ms=args.as_of, ref=args.ref,
+                      row_filter=args.filter, explain=explain)
+    return io, plan
+
+
+def _columns(args: argparse.Namespace) -> list[str] | None:
+    if not args.columns:
+        return None
+    cols = [c.strip() for c in args.columns.split(",") if c.strip()]
+    if not cols:
+        raise ValidationError("--columns names no column")
+    return cols
+
+
+def cmd_scan(args: argparse.Namespace) -> None:
+    io, plan = _plan(args, explain=False)
+    columns = _columns(args)
+    schema = plan.schema.select(*columns) if columns else plan.schema
+    batches = read_plan(io, plan, columns)
+    if args.output == "-":
+        out = sys.stdout
+        for batch in batches:
+            for row in batch.to_pylist():
+                out.write(json.dumps({k: json_value(v) for k, v in row.items()},
+                                     ensure_ascii=False))
+                out.write("\n")
+        out.flush()
+        return
+    path = local_path(args.output)
+    arrow_schema = schema_to_arrow(schema)
+    tmp = f"{path}.floe-tmp"
+    try:
+        with pq.ParquetWriter(tmp, arrow_schema) as writer:
+            for batch in batches:
+                writer.write_batch(batch)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def cmd_plan(args: argparse.Namespace) -> None:
+    _, plan = _plan(args, explain=True)
+    doc = plan.to_json()
+    if args.json:
+        json.dump(doc, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+        return
+    f = doc["funnel"]
+    print(f"snapshot      {doc['snapshot_id']}   filter {doc['filter'] or '(none)'}")
+    print(f"manifests     {f['manifests_total']} -> {f['manifests_after_content']} (content) "
+          f"-> {f['manifests_after_summaries']} (partition summaries)")
+    print(f"data files    {f['data_files_total']} -> {f['data_files_after_partition']} "
+          f"(partition) -> {f['data_files_after_metrics']} (metrics)")
+    print(f"delete files  {f['delete_files_total']} indexed, {f['delete_files_matched']} "
+          f"matched")
+    for m in doc.get("manifests", []):
+        mark = "keep" if m["kept"] else "skip"
+        print(f"{mark} {m['content']:<7} {m['path']}  {m['reason']}")
+        for file in m["files"]:
+            fmark = "  keep" if file["kept"] else "  skip"
+            print(f"{fmark} {file['path']}  [{file['stage'] or ''}] {file['reason']}")
+            for d in file.get("delete_files", []):
+                if d["applied"]:
+                    print(f"        + {d['content']} {d['path']}")
+
+
+def json_value(v: Any) -> Any:
+    """A row value as JSON: ISO dates and times, decimals as strings, bytes as base64."""
+    if v is None or isinstance(v, (bool, int, str)):
+        return v
+    if isinstance(v, float):
+        if math.isnan(v) or math.isinf(v):
+            return str(v)
+        return v
+    if isinstance(v, dict):
+        return {str(k): json_value(x) for k, x in v.items()}
+    if isinstance(v, list):
+        if v and all(isinstance(x, tuple) and len(x) == 2 for x in v):  # Arrow map
+            return {str(json_value(k)): json_value(x) for k, x in v}
+        return [json_value(x) for x in v]
+    if isinstance(v, (dt.datetime, dt.date, dt.time)):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, uuid.UUID):
+        return str(v)
+    if isinstance(v, (bytes, bytearray)):
+        return base64.b64encode(bytes(v)).decode()
+    if isinstance(v, pa.Scalar):
+        return json_value(v.as_py())
+    return str(v)
