@@ -9,20 +9,31 @@ decode and send the live entries back pickled. Whether that pays depends on the 
 
 from __future__ import annotations
 
+import gc
 import os
+import struct
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from typing import Any
 
-from floe.manifest import ManifestEntry, ManifestEntryStatus, ManifestFile, read_manifest
+from floe.avro import LazyIntMap
+from floe.manifest import (
+    DataFile,
+    FileContent,
+    FileFormat,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+    read_manifest,
+)
 
 __all__ = ["ManifestCache", "DEFAULT_CACHE", "read_live_entries", "PROCESS_MIN_ENTRIES",
            "shutdown_pool"]
 
 #: Estimated entries (from the manifest list's counts) above which a cold read uses processes.
-PROCESS_MIN_ENTRIES = 200_000
+PROCESS_MIN_ENTRIES = 50_000
 _DELETED = ManifestEntryStatus.DELETED
 
 
@@ -32,6 +43,7 @@ class ManifestCache:
     def __init__(self, max_entries: int = 2_000_000) -> None:
         self.max_entries = max_entries
         self._items: OrderedDict[str, list[ManifestEntry]] = OrderedDict()
+        self._derived: dict[tuple[str, Any], Any] = {}
         self._size = 0
         self._lock = threading.Lock()
         self.hits = 0
@@ -57,12 +69,25 @@ class ManifestCache:
             self._items[path] = entries
             self._size += len(entries)
             while self._size > self.max_entries and self._items:
-                _, dropped = self._items.popitem(last=False)
+                path, dropped = self._items.popitem(last=False)
                 self._size -= len(dropped)
+                for key in [k for k in self._derived if k[0] == path]:
+                    del self._derived[key]
+
+    def derived(self, path: str, key: Any) -> Any:
+        """A value computed from a cached manifest (e.g. its scan tasks), or None."""
+        return self._derived.get((path, key))
+
+    def put_derived(self, path: str, key: Any, value: Any) -> None:
+        """Remember a value computed from a manifest while the manifest stays cached."""
+        with self._lock:
+            if path in self._items:
+                self._derived[(path, key)] = value
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._derived.clear()
             self._size = 0
 
     def __len__(self) -> int:
@@ -101,13 +126,152 @@ def _live(io: Any, manifest: ManifestFile) -> list[ManifestEntry]:
     return [e for e in read_manifest(io, manifest, discard_deleted=True) if e.status != _DELETED]
 
 
-def _live_chunk(io: Any, manifests: Sequence[ManifestFile]) -> list[list[ManifestEntry]]:
-    return [_live(io, m) for m in manifests]
+class PackedBytesMap(Mapping[int, bytes]):
+    """A ``{field id: bytes}`` map (bounds) packed into one bytes object until first used.
+
+    Worker processes send bounds packed: unpickling one bytes object per map instead of a
+    dict of many small ones is what makes receiving decoded entries cheaper than decoding.
+    """
+
+    __slots__ = ("_packed", "_map")
+
+    def __init__(self, packed: bytes) -> None:
+        self._packed = packed
+        self._map: dict[int, bytes] | None = None
+
+    @staticmethod
+    def pack(m: Mapping[int, bytes]) -> bytes:
+        header = _HEADER.pack
+        return b"".join([header(k, len(v)) + v for k, v in m.items()])
+
+    def _decoded(self) -> dict[int, bytes]:
+        m = self._map
+        if m is None:
+            m = {}
+            raw, pos, end = self._packed, 0, len(self._packed)
+            unpack, size = _HEADER.unpack_from, _HEADER.size
+            while pos < end:
+                k, n = unpack(raw, pos)
+                pos += size
+                m[k] = raw[pos:pos + n]
+                pos += n
+            self._map = m
+        return m
+
+    def __getitem__(self, key: int) -> bytes:
+        return self._decoded()[key]
+
+    def get(self, key: int, default: Any = None) -> Any:
+        return self._decoded().get(key, default)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._decoded())
+
+    def __len__(self) -> int:
+        return len(self._decoded())
+
+    def __repr__(self) -> str:
+        return repr(self._decoded())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (PackedBytesMap, (self._packed,))
+
+
+_HEADER = struct.Struct("<iI")
+_COUNT_FIELDS = (6, 7, 8, 9)  # column_sizes ... nan_value_counts positions in DataFile
+_BOUND_FIELDS = (10, 11)
+_CONTENT_POS, _FORMAT_POS = 0, 2
+
+
+def _wire_map(m: Any) -> Any:
+    if type(m) is LazyIntMap and m._map is None:  # noqa: SLF001 - still undecoded
+        return m._raw  # noqa: SLF001
+    return m
+
+
+def _wire(e: ManifestEntry) -> tuple[Any, ...]:
+    """An entry as a flat tuple of plain values (no enums, maps as bytes) that pickles fast."""
+    values = list(e.data_file)
+    values[_CONTENT_POS] = int(values[_CONTENT_POS])
+    values[_FORMAT_POS] = str(values[_FORMAT_POS])
+    for i in _COUNT_FIELDS:
+        values[i] = _wire_map(values[i])
+    for i in _BOUND_FIELDS:
+        m = values[i]
+        if m is not None:
+            values[i] = PackedBytesMap.pack(m)
+    return (int(e.status), e.snapshot_id, e.sequence_number, e.file_sequence_number, *values)
+
+
+_STATUSES = {s.value: s for s in ManifestEntryStatus}
+_CONTENTS = {c.value: c for c in FileContent}
+_FORMATS = {f.value: f for f in FileFormat}
+
+
+def _unwire(rows: list[tuple[Any, ...]]) -> list[ManifestEntry]:
+    new = tuple.__new__
+    out = []
+    append = out.append
+    for r in rows:
+        values = list(r[4:])
+        values[_CONTENT_POS] = _CONTENTS[values[_CONTENT_POS]]
+        values[_FORMAT_POS] = _FORMATS.get(values[_FORMAT_POS], values[_FORMAT_POS])
+        for i in _COUNT_FIELDS:
+            m = values[i]
+            if type(m) is bytes:
+                values[i] = LazyIntMap(m)
+        for i in _BOUND_FIELDS:
+            m = values[i]
+            if m is not None:
+                values[i] = PackedBytesMap(m)
+        append(new(ManifestEntry, (_STATUSES[r[0]], r[1], r[2], r[3], new(DataFile, values))))
+    return out
+
+
+def _live_chunk(io: Any, manifests: Sequence[ManifestFile]) -> list[list[tuple[Any, ...]]]:
+    gc.disable()  # a worker process: see floe.scan.planning._gc_paused
+    try:
+        return [[_wire(e) for e in _live(io, m)] for m in manifests]
+    finally:
+        gc.enable()
 
 
 def _estimate(m: ManifestFile) -> int:
     return (m.added_files_count or 0) + (m.existing_files_count or 0) + \
         (m.deleted_files_count or 0)
+
+
+def _read_in_processes(io: Any, manifests: Sequence[ManifestFile], missing: list[int],
+                       out: list[list[ManifestEntry] | None], cpus: int) -> None:
+    """Workers decode part of the manifests while this process decodes its own share.
+
+    Receiving a decoded entry (unpickle + rebuild, ~11 us) costs this process less than
+    decoding it (~25 us), so it keeps about 1/(workers+1) of the entries for itself and
+    spends the rest of its time taking in the workers' results.
+    """
+    workers = max(1, cpus - 1)
+    pool = _get_pool(workers)
+    order = sorted(missing, key=lambda i: -_estimate(manifests[i]))
+    total = sum(_estimate(manifests[i]) for i in order) or 1
+    own: list[int] = []
+    chunks: list[list[int]] = [[] for _ in range(workers * 4)]
+    loads = [0] * len(chunks)
+    own_load = 0
+    for i in order:
+        size = _estimate(manifests[i]) + 1
+        if own_load + size <= total / (workers + 1):
+            own.append(i)
+            own_load += size
+            continue
+        k = loads.index(min(loads))
+        chunks[k].append(i)
+        loads[k] += size
+    futures = {pool.submit(_live_chunk, io, [manifests[i] for i in c]): c for c in chunks if c}
+    for i in own:
+        out[i] = _live(io, manifests[i])
+    for fut in as_completed(futures):
+        for i, rows in zip(futures[fut], fut.result(), strict=True):
+            out[i] = _unwire(rows)
 
 
 def read_live_entries(
@@ -134,20 +298,7 @@ def read_live_entries(
         processes = cpus > 1 and len(missing) > 1 and \
             sum(_estimate(manifests[i]) for i in missing) >= PROCESS_MIN_ENTRIES
     if processes and len(missing) > 1:
-        workers = max(1, min(cpus, len(missing)))
-        pool = _get_pool(workers)
-        # few large chunks: one pickled reply per chunk, balanced by estimated entries
-        chunks: list[list[int]] = [[] for _ in range(workers * 2)]
-        loads = [0] * len(chunks)
-        for i in sorted(missing, key=lambda i: -_estimate(manifests[i])):
-            k = loads.index(min(loads))
-            chunks[k].append(i)
-            loads[k] += _estimate(manifests[i]) + 1
-        futures = [(c, pool.submit(_live_chunk, io, [manifests[i] for i in c]))
-                   for c in chunks if c]
-        for c, fut in futures:
-            for i, entries in zip(c, fut.result(), strict=True):
-                out[i] = entries
+        _read_in_processes(io, manifests, missing, out, cpus)
     else:
         for i in missing:
             out[i] = _live(io, manifests[i])

@@ -16,12 +16,20 @@ With ``explain=True`` every decision is recorded (:mod:`floe.scan.explain`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import gc
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from floe.errors import NotFound, ValidationError
-from floe.manifest import DataFile, ManifestContent, ManifestFile, read_manifest_list
+from floe.manifest import (
+    DataFile,
+    ManifestContent,
+    ManifestEntry,
+    ManifestFile,
+    read_manifest_list,
+)
 from floe.metadata import TableMetadata
 from floe.scan.delete_index import DeleteFile, DeleteFileIndex
 from floe.scan.explain import FileDecision, Funnel, ManifestDecision, PlanExplain
@@ -171,8 +179,23 @@ def plan_files(
             f"snapshot {sel.snapshot.snapshot_id} lists its manifests inline (format v1 "
             "without a manifest list), which floe does not read")
     manifests = read_manifest_list(io, sel.snapshot.manifest_list)
-    _Planner(io, metadata, sel.schema, scan_filter, plan, cache, processes).run(manifests)
+    with _gc_paused():
+        _Planner(io, metadata, sel.schema, scan_filter, plan, cache, processes).run(manifests)
     return plan
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Planning allocates millions of small, long-lived objects and frees almost nothing;
+    the cyclic collector would re-scan the growing heap (and the manifest cache) over and
+    over, which costs more than the decoding. Reference counting still frees garbage."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class _Planner:
@@ -249,6 +272,15 @@ class _Planner:
                     index.add(e, spec_id)
         return index
 
+    def _full_tasks(self, m: ManifestFile, live: Sequence[ManifestEntry]) -> list[FileScanTask]:
+        key = ("full-tasks", m.partition_spec_id)
+        got = self.cache.derived(m.manifest_path, key) if self.cache is not None else None
+        if got is None:
+            got = _full_tasks_of(live, m.partition_spec_id)
+            if self.cache is not None:
+                self.cache.put_derived(m.manifest_path, key, got)
+        return got  # type: ignore[no-any-return]
+
     def _data(self, manifests: Sequence[ManifestFile], index: DeleteFileIndex) -> None:
         kept = self._select(manifests, "data")
         entries = read_live_entries(self.io, kept, self.cache, self.processes)
@@ -263,13 +295,11 @@ class _Planner:
             spec_filter = self.filter.for_spec(spec_id)
             funnel.data_files_total += len(live)
             if explain is None and spec_filter.always_true and not has_deletes:
-                # the common full scan: nothing to evaluate per file
+                # the common full scan: nothing to evaluate per file, and the tasks of an
+                # immutable manifest can be kept with it
                 funnel.data_files_after_partition += len(live)
                 funnel.data_files_after_metrics += len(live)
-                residual = spec_filter.residual_for(())
-                for e in live:
-                    append(FileScanTask(e.data_file, (), residual, spec_id,
-                                        e.sequence_number or 0))
+                tasks.extend(self._full_tasks(m, live))
                 continue
             mdec = explain.manifest(m.manifest_path) if explain is not None else None
             for e in live:
@@ -297,6 +327,12 @@ class _Planner:
                                         spec_id, seq))
         funnel.delete_files_matched = len(matched)
         funnel.tasks = len(tasks)
+
+
+def _full_tasks_of(live: Sequence[ManifestEntry], spec_id: int) -> list[FileScanTask]:
+    new = tuple.__new__
+    return [new(FileScanTask, (e.data_file, (), None, spec_id, e.sequence_number or 0, 0, None))
+            for e in live]
 
 
 def _content_name(df: DataFile) -> str:

@@ -1,0 +1,277 @@
+"""Scan planning: floe ``plan_files`` vs PyIceberg ``DataScan.plan_files()``.
+
+A synthetic v2 table per size (100k and 1M data files by default), partitioned by
+``day(ts), bucket(16, id)``, each file with column sizes, value/null counts and bounds for
+10 columns, ``--per-manifest`` files per manifest (appends over time: each manifest covers a
+few days). Tables are generated once and kept under ``--dir`` (default
+``benchmarks/.cache``); reruns reuse them.
+
+Each measurement runs in a fresh Python process: the first plan there is *cold* (nothing
+cached, for floe this includes starting its worker processes), the second one *warm*.
+Timings cover planning only, not interpreter start-up or imports. Plans:
+
+- full: no filter, every file;
+- point: ``id = X AND ts = T`` matching one file (partition summaries let a planner open
+  only the manifests whose day range holds ``T``).
+
+floe is measured twice: with its default (a process pool for cold plans of many manifest
+entries) and single-process (``processes=False``).
+
+Usage: ``python benchmarks/plan.py [--files 100000,1000000] [--per-manifest 5000]
+[--dir DIR] [--no-pyiceberg]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+COLUMNS = 10
+DAYS = 365
+START_DAY = 19723  # 2024-01-01
+MICROS_PER_DAY = 86_400_000_000
+SNAPSHOT_ID = 7_000_000_000_000_000_001
+TS_MS = 1_717_171_717_000
+
+
+def _schema() -> Any:
+    from floe.schema import Schema
+    from floe.types import LONG, STRING, TIMESTAMP, NestedField
+
+    fields = [NestedField(1, "id", LONG, required=True), NestedField(2, "ts", TIMESTAMP)]
+    fields += [NestedField(i, f"c{i}", LONG if i % 2 else STRING) for i in range(3, COLUMNS + 1)]
+    return Schema(*fields)
+
+
+def _file_day(n: int, total: int) -> int:
+    return START_DAY + n * DAYS // total
+
+
+def _file_ts(n: int, total: int) -> int:
+    return _file_day(n, total) * MICROS_PER_DAY + (n % 86_400) * 1_000_000
+
+
+def _write_manifest(args: tuple[str, int, int, int]) -> dict[str, Any]:
+    """One manifest of files [first, first + count) of a table of ``total`` files."""
+    from floe.conversions import to_bytes
+    from floe.io import FileIO
+    from floe.manifest import DataFile, FileContent, FileFormat, ManifestWriter
+    from floe.partitioning import parse_partition_by
+    from floe.transforms import bucket_hash
+    from floe.types import LONG, STRING, TIMESTAMP
+
+    path, first, count, total = args
+    schema = _schema()
+    spec = parse_partition_by("day(ts), bucket(16, id)", schema)
+    w = ManifestWriter(FileIO(), path, spec, schema, 2, snapshot_id=SNAPSHOT_ID)
+    ids = range(1, COLUMNS + 1)
+    for n in range(first, first + count):
+        lo_id = n * 1000
+        ts = _file_ts(n, total)
+        lower: dict[int, bytes] = {1: to_bytes(LONG, lo_id), 2: to_bytes(TIMESTAMP, ts)}
+        upper: dict[int, bytes] = {1: to_bytes(LONG, lo_id + 999),
+                                   2: to_bytes(TIMESTAMP, ts + 999_999)}
+        for i in range(3, COLUMNS + 1):
+            if i % 2:
+                lower[i] = to_bytes(LONG, (n * i) % 100_000)
+                upper[i] = to_bytes(LONG, (n * i) % 100_000 + 5_000)
+            else:
+                lower[i] = to_bytes(STRING, f"a{(n * i) % 9973:05d}")
+                upper[i] = to_bytes(STRING, f"z{(n * i) % 9973:05d}")
+        day = _file_day(n, total)
+        w.add(DataFile(
+            content=FileContent.DATA,
+            file_path=f"s3://bucket/warehouse/db/t/data/ts_day={dt.date.fromordinal(719163 + day)}"
+                      f"/id_bucket={(bucket_hash(LONG, lo_id) & 0x7FFFFFFF) % 16}"
+                      f"/{n:08d}-0-3f1c2d4e-00001.parquet",
+            file_format=FileFormat.PARQUET,
+            partition=(day, (bucket_hash(LONG, lo_id) & 0x7FFFFFFF) % 16),
+            record_count=100_000 + n % 1000,
+            file_size_in_bytes=8_000_000 + n % 100_000,
+            column_sizes={i: 200_000 + i * n % 977 for i in ids},
+            value_counts={i: 100_000 + n % 1000 for i in ids},
+            null_value_counts={i: n % 7 for i in ids},
+            lower_bounds=lower,
+            upper_bounds=upper,
+            split_offsets=[4],
+            sort_order_id=0,
+        ))
+    m = w.close()
+    return {"path": path, "length": m.manifest_length, "added": count,
+            "partitions": m.partitions}
+
+
+def ensure_table(root: Path, total: int, per_manifest: int) -> Path:
+    """The table of ``total`` files under ``root`` (generated on first use)."""
+    location = root / f"plan-{total}-{per_manifest}"
+    hint = location / "metadata" / "version-hint.text"
+    if hint.exists():
+        return location
+    from floe.catalog.filesystem import load_table_metadata
+    from floe.io import FileIO
+    from floe.manifest import ManifestFile, ManifestListWriter
+    from floe.metadata import serialize_metadata
+    from floe.partitioning import parse_partition_by
+    from floe.snapshots import Snapshot, SnapshotLogEntry, SnapshotRef
+    from floe.table.append import create_table
+
+    t0 = time.perf_counter()
+    io = FileIO()
+    schema = _schema()
+    create_table(io, str(location), schema, spec=parse_partition_by("day(ts), bucket(16, id)",
+                                                                      schema))
+    (location / "metadata").mkdir(exist_ok=True)
+    jobs = [(str(location / "metadata" / f"m{k:05d}.avro"), first,
+             min(per_manifest, total - first), total)
+            for k, first in enumerate(range(0, total, per_manifest))]
+    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        written = list(pool.map(_write_manifest, jobs, chunksize=4))
+    manifests = [ManifestFile(w["path"], w["length"], 0, sequence_number=1,
+                              min_sequence_number=1, added_snapshot_id=SNAPSHOT_ID,
+                              added_files_count=w["added"], existing_files_count=0,
+                              deleted_files_count=0, added_rows_count=w["added"] * 100_000,
+                              existing_rows_count=0, deleted_rows_count=0,
+                              partitions=w["partitions"])
+                 for w in written]
+    mlist = str(location / "metadata" / f"snap-{SNAPSHOT_ID}-1.avro")
+    ManifestListWriter(io, mlist, 2, SNAPSHOT_ID, None, sequence_number=1) \
+        .add_manifests(manifests).close()
+    _, md = load_table_metadata(io, str(location))
+    snap = Snapshot(SNAPSHOT_ID, None, 1, TS_MS, mlist,
+                    {"operation": "append", "added-data-files": str(total)}, md.current_schema_id)
+    md = dataclasses.replace(
+        md, snapshots=(snap,), current_snapshot_id=SNAPSHOT_ID, last_sequence_number=1,
+        snapshot_log=(SnapshotLogEntry(TS_MS, SNAPSHOT_ID),),
+        refs={"main": SnapshotRef(SNAPSHOT_ID)}, last_updated_ms=TS_MS)
+    version = max(int(p.name[1:].split(".")[0]) for p in (location / "metadata").glob(
+        "v*.metadata.json")) + 1
+    (location / "metadata" / f"v{version}.metadata.json").write_bytes(serialize_metadata(md))
+    hint.write_text(str(version))
+    print(f"generated {total:,} files in {len(manifests)} manifests in "
+          f"{time.perf_counter() - t0:.1f} s -> {location}", file=sys.stderr)
+    return location
+
+
+def _point(total: int) -> tuple[int, int]:
+    n = total // 3 + 17
+    return n * 1000, _file_ts(n, total)
+
+
+# -- children: one engine, one plan kind, cold then warm ----------------------------------------
+
+
+def _child_floe(location: Path, kind: str, total: int, processes: str) -> dict[str, Any]:
+    from floe.catalog.filesystem import load_table_metadata
+    from floe.io import FileIO
+    from floe.scan import plan_files
+    from floe.scan.manifests import shutdown_pool
+
+    io = FileIO()
+    _, md = load_table_metadata(io, str(location))
+    row_filter = None
+    if kind == "point":
+        id_, ts = _point(total)
+        when = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=ts)
+        row_filter = f"id = {id_} AND ts = TIMESTAMP '{when.isoformat(sep=' ')}'"
+    proc = None if processes == "auto" else False
+    out = {}
+    for label in ("cold", "warm"):
+        t = time.perf_counter()
+        plan = plan_files(io, md, row_filter=row_filter, processes=proc)
+        out[label] = time.perf_counter() - t
+        out["tasks"] = len(plan.tasks)
+        out["manifests_opened"] = plan.funnel.manifests_after_summaries
+    shutdown_pool()
+    return out
+
+
+def _child_pyiceberg(location: Path, kind: str, total: int) -> dict[str, Any]:
+    from pyiceberg.expressions import AlwaysTrue, And, EqualTo
+    from pyiceberg.table import StaticTable
+
+    from floe.catalog.filesystem import resolve_metadata_location
+    from floe.io import FileIO
+
+    table = StaticTable.from_metadata(resolve_metadata_location(FileIO(), str(location)))
+    row_filter: Any = AlwaysTrue()
+    if kind == "point":
+        id_, ts = _point(total)
+        when = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=ts)
+        row_filter = And(EqualTo("id", id_), EqualTo("ts", when.isoformat()))
+    out = {}
+    for label in ("cold", "warm"):
+        t = time.perf_counter()
+        tasks = list(table.scan(row_filter=row_filter).plan_files())
+        out[label] = time.perf_counter() - t
+        out["tasks"] = len(tasks)
+    return out
+
+
+def _run_child(*args: str) -> dict[str, Any]:
+    run = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True,
+                         text=True, check=False)
+    if run.returncode != 0:
+        return {"error": (run.stderr.strip().splitlines() or ["?"])[-1]}
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--files", default="100000,1000000")
+    ap.add_argument("--per-manifest", type=int, default=5000)
+    ap.add_argument("--dir", default=str(HERE / ".cache"))
+    ap.add_argument("--no-pyiceberg", action="store_true")
+    ap.add_argument("--child", nargs="+")
+    args = ap.parse_args()
+    if args.child:
+        engine, location, kind, total, *rest = args.child
+        if engine == "floe":
+            res = _child_floe(Path(location), kind, int(total), rest[0])
+        else:
+            res = _child_pyiceberg(Path(location), kind, int(total))
+        print(json.dumps(res))
+        return
+    root = Path(args.dir)
+    root.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for total in (int(x) for x in args.files.split(",")):
+        location = ensure_table(root, total, args.per_manifest)
+        engines = [("floe", "auto"), ("floe (1 process)", "off")]
+        if not args.no_pyiceberg:
+            engines.append(("pyiceberg", ""))
+        for kind in ("full", "point"):
+            for name, mode in engines:
+                engine = "floe" if name.startswith("floe") else "pyiceberg"
+                res = _run_child(engine, str(location), kind, str(total), mode)
+                rows.append((total, kind, name, res))
+                print(f"  {total:>9,} {kind:<5} {name:<17} {_fmt(res)}", file=sys.stderr)
+    print()
+    print(f"{'files':>9}  {'plan':<5}  {'engine':<17}  {'cold s':>8}  {'warm s':>8}  "
+          f"{'tasks':>9}  {'files/s cold':>12}")
+    for total, kind, name, res in rows:
+        if "error" in res:
+            print(f"{total:>9,}  {kind:<5}  {name:<17}  error: {res['error']}")
+            continue
+        print(f"{total:>9,}  {kind:<5}  {name:<17}  {res['cold']:>8.2f}  {res['warm']:>8.2f}  "
+              f"{res['tasks']:>9,}  {total / res['cold']:>12,.0f}")
+
+
+def _fmt(res: dict[str, Any]) -> str:
+    if "error" in res:
+        return f"error: {res['error']}"
+    return f"cold {res['cold']:.2f}s warm {res['warm']:.2f}s tasks {res['tasks']}"
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(HERE.parent))
+    main()
