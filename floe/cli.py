@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from floe import cli_scan, cli_write, inspect
-from floe.catalog.filesystem import load_table_metadata
+from floe.cli_common import TABLE_HELP, load_table_state
 from floe.errors import FloeError
 from floe.io import FileIO
 
@@ -21,9 +21,7 @@ __all__ = ["main"]
 
 
 def _load(args: argparse.Namespace) -> tuple[FileIO, str, Any]:
-    io = FileIO()
-    location, md = load_table_metadata(io, args.table)
-    return io, location, md
+    return load_table_state(args.table)
 
 
 def _print_json(doc: Any) -> None:
@@ -115,7 +113,7 @@ def _parser() -> argparse.ArgumentParser:
 
     def command(name: str, func: Any, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
-        p.add_argument("table", help="table directory or *.metadata.json file")
+        p.add_argument("table", help=TABLE_HELP)
         p.add_argument("--json", action="store_true", help="one JSON document on stdout")
         p.set_defaults(func=func)
         return p

@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from floe.catalog.filesystem import load_table_metadata
+from floe.cli_common import TABLE_HELP, load_table_state
 from floe.errors import ValidationError
 from floe.io import FileIO, local_path
 from floe.io.parquet import schema_to_arrow
@@ -34,7 +34,7 @@ __all__ = ["register", "cmd_scan", "cmd_plan", "json_value"]
 def register(sub: Any) -> None:
     """Add ``scan`` and ``plan`` to the ``floe`` command's subparsers."""
     p = sub.add_parser("scan", help="the rows of a table state after deletes")
-    p.add_argument("table", help="table directory or *.metadata.json file")
+    p.add_argument("table", help=TABLE_HELP)
     which = p.add_mutually_exclusive_group()
     which.add_argument("--snapshot", type=int, help="snapshot id (default: current)")
     which.add_argument("--as-of", type=int, dest="as_of", metavar="TIMESTAMP_MS",
@@ -47,7 +47,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_scan)
 
     p = sub.add_parser("plan", help="the scan plan: files kept or pruned and why")
-    p.add_argument("table", help="table directory or *.metadata.json file")
+    p.add_argument("table", help=TABLE_HELP)
     which = p.add_mutually_exclusive_group()
     which.add_argument("--snapshot", type=int, help="snapshot id (default: current)")
     which.add_argument("--as-of", type=int, dest="as_of", metavar="TIMESTAMP_MS")
@@ -58,8 +58,7 @@ def register(sub: Any) -> None:
 
 
 def _plan(args: argparse.Namespace, explain: bool) -> tuple[FileIO, Any]:
-    io = FileIO()
-    _, md = load_table_metadata(io, args.table)
+    io, _, md = load_table_state(args.table)
     plan = plan_files(io, md, snapshot_id=args.snapshot, as_of_ms=args.as_of, ref=args.ref,
                       row_filter=args.filter, explain=explain)
     return io, plan

@@ -12,13 +12,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from floe.catalog.filesystem import DirectoryCatalog, directory_table
+from floe.cli_common import TABLE_HELP, open_catalog_for_create, open_table
 from floe.errors import ValidationError
+from floe.io import local_path
 from floe.manifest import DataFile
-from floe.io import FileIO, local_path
 from floe.partitioning import UNPARTITIONED, parse_partition_by
 from floe.schema import Schema
 from floe.sorting import UNSORTED_SORT_ORDER, parse_sort_by
+from floe.table import Table
 from floe.table.writer import write_data_files
 from floe.types import (
     BINARY,
@@ -98,7 +99,6 @@ def _arrow_schema_to_iceberg(arrow_schema: pa.Schema) -> Schema:
 
 
 def cmd_create(args: argparse.Namespace) -> None:
-    io = FileIO()
     schema = _arrow_schema_to_iceberg(pq.read_schema(local_path(args.schema_from)))
     spec = parse_partition_by(args.partition_by, schema) if args.partition_by else UNPARTITIONED
     order = parse_sort_by(args.sort_by, schema) if args.sort_by else UNSORTED_SORT_ORDER
@@ -108,19 +108,24 @@ def cmd_create(args: argparse.Namespace) -> None:
         if not sep or not key:
             raise ValidationError(f"--property {item!r}: expected KEY=VALUE")
         properties[key] = value
-    catalog = DirectoryCatalog(args.table, io)
-    table = catalog.create_table(catalog.identifier, schema, spec, order, properties, None,
-                                 args.format_version)
+    with open_catalog_for_create(args.table) as (catalog, ident):
+        table = catalog.create_table(ident, schema, spec, order, properties, None,
+                                     args.format_version)
     print(table.metadata_location)
 
 
 def cmd_append(args: argparse.Namespace) -> None:
-    io = FileIO()
-    table = directory_table(args.table, io)
+    with open_table(args.table) as table:
+        _append(table, args.files)
+    print(table.metadata_location)
+
+
+def _append(table: Table, paths: list[str]) -> None:
+    io = table.io
     files: list[DataFile] = []
     written: list[str] = []
     try:
-        for path in args.files:
+        for path in paths:
             files += write_data_files(io, table.metadata, pq.read_table(local_path(path)),
                                       written=written)
     except BaseException:
@@ -128,13 +133,12 @@ def cmd_append(args: argparse.Namespace) -> None:
             io.delete(location, missing_ok=True)
         raise
     table.new_transaction().append_files(files, owned_files=written).commit()
-    print(table.metadata_location)
 
 
 def register(subparsers: Any) -> None:
     """Add ``create`` and ``append`` to the ``floe`` command's subparsers."""
     p = subparsers.add_parser("create", help="create an empty file-system table")
-    p.add_argument("table", help="table directory")
+    p.add_argument("table", help=TABLE_HELP)
     p.add_argument("--schema-from", required=True, metavar="FILE.parquet",
                    help="take the schema of this Parquet file")
     p.add_argument("--partition-by", metavar="SPEC", help='e.g. "day(ts), bucket(16, id)"')
@@ -144,6 +148,6 @@ def register(subparsers: Any) -> None:
                    help="table property (repeatable)")
     p.set_defaults(func=cmd_create)
     p = subparsers.add_parser("append", help="append Parquet files' rows in one commit")
-    p.add_argument("table", help="table directory")
+    p.add_argument("table", help=TABLE_HELP)
     p.add_argument("files", nargs="+", metavar="FILE.parquet")
     p.set_defaults(func=cmd_append)

@@ -1,0 +1,66 @@
+"""How the ``floe`` commands open the table their ``TABLE`` argument names.
+
+``TABLE`` is a table directory, a ``*.metadata.json`` file, or ``CATALOG:namespace.table``
+for a catalog configured in ``FLOE_CATALOGS`` / ``~/.floe/catalogs.toml``
+(see :mod:`floe.catalog.config`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from floe.catalog.base import Catalog, TableIdentifier
+from floe.catalog.config import resolve_catalog_table
+from floe.catalog.filesystem import DirectoryCatalog, directory_table, load_table_metadata
+from floe.io import FileIO
+from floe.metadata import TableMetadata
+from floe.table import Table
+
+__all__ = ["TABLE_HELP", "load_table_state", "open_table", "open_catalog_for_create"]
+
+TABLE_HELP = "table directory, *.metadata.json file, or CATALOG:namespace.table"
+
+
+def load_table_state(arg: str) -> tuple[FileIO, str, TableMetadata]:
+    """(io, metadata location, metadata) of the table ``arg`` names, for reading."""
+    resolved = resolve_catalog_table(arg)
+    if resolved is None:
+        io = FileIO()
+        location, md = load_table_metadata(io, arg)
+        return io, location, md
+    catalog, ident = resolved
+    try:
+        table = catalog.load_table(ident)
+        return table.io, table.metadata_location, table.metadata
+    finally:
+        catalog.close()
+
+
+@contextmanager
+def open_table(arg: str) -> Iterator[Table]:
+    """The table ``arg`` names, committing through its catalog while the block runs."""
+    resolved = resolve_catalog_table(arg)
+    if resolved is None:
+        yield directory_table(arg, FileIO())
+        return
+    catalog, ident = resolved
+    try:
+        yield catalog.load_table(ident)
+    finally:
+        catalog.close()
+
+
+@contextmanager
+def open_catalog_for_create(arg: str) -> Iterator[tuple[Catalog, TableIdentifier]]:
+    """The catalog and identifier under which ``floe create`` makes a new table."""
+    resolved = resolve_catalog_table(arg)
+    if resolved is None:
+        catalog = DirectoryCatalog(arg, FileIO())
+        yield catalog, catalog.identifier
+        return
+    catalog_, ident = resolved
+    try:
+        yield catalog_, ident
+    finally:
+        catalog_.close()
