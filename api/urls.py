@@ -2,7 +2,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import SimpleRouter
 
-from api import views
+from api import views, views_scan
 
 router = SimpleRouter()
 router.register("tasks", views.TaskRunViewSet, basename="task")
@@ -20,5 +20,6 @@ urlpatterns = [
     ),
     path(_tables, views.TableViewSet.as_view({"get": "list"}), name="table-list"),
     path(_tables + "<str:table>/", views.TableViewSet.as_view({"get": "retrieve"}), name="table-detail"),
+    path(_tables + "<str:table>/plan/", views_scan.PlanView.as_view(), name="table-plan"),
     *router.urls,
 ]

@@ -1,0 +1,241 @@
+"""Pages: partitions of a snapshot, the scan-plan visualiser, the time-travel preview.
+
+Thin views: parse the query string, call :mod:`explorer.selectors_scan`, render. Domain
+errors (unknown table or snapshot, unreadable manifest) go to the one mapping in
+``explorer.middleware``; a bad filter is shown next to the form it was typed in, with a 400.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import plotly
+from django.conf import settings
+from django.core.paginator import Paginator
+from django.http import FileResponse, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import path
+from django.views.decorators.cache import cache_control
+from django.views.decorators.http import require_GET
+
+from explorer import selectors
+from explorer import selectors_scan as scan
+from explorer.auth import read_access_required
+from floe.errors import ValidationError
+from floe.partition_stats import size_histogram
+
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+SKEW_BARS = 30
+
+
+def _state(catalog: str, ns: str, table: str) -> scan.TableState:
+    return scan.table_state(catalog=selectors.catalog_get(name=catalog), namespace=ns, name=table)
+
+
+def _size_label(n: int | None) -> str:
+    if n is None:
+        return "∞"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024:
+            return f"{n:g} {unit}"
+        n //= 1024
+    return f"{n} TiB"
+
+
+def _histogram_figure(sizes: list[int], title: str) -> str:
+    buckets = size_histogram(sizes)
+    x = [f"{_size_label(b['lower'])}–{_size_label(b['upper'])}" for b in buckets]
+    return json.dumps({
+        "data": [{"type": "bar", "x": x, "y": [b["count"] for b in buckets],
+                  "marker": {"color": "#3b6ea5"}}],
+        "layout": {"title": {"text": title}, "xaxis": {"title": {"text": "file size"}},
+                   "yaxis": {"title": {"text": "data files"}}, "height": 320,
+                   "margin": {"t": 40, "b": 80}},
+    })
+
+
+@require_GET
+@read_access_required
+def partitions(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpResponse:
+    state = _state(catalog, ns, table)
+    selection = scan.selection_parse(snapshot=request.GET.get("snapshot"),
+                                     ref=request.GET.get("ref"))
+    stats = scan.table_partitions(state=state, selection=selection)
+    ordered = sorted(stats.partitions, key=lambda p: (-p.total_size, p.label))
+    page = Paginator(ordered, settings.FLOE_PAGE_SIZE).get_page(request.GET.get("page"))
+    chosen = stats.find(request.GET.get("partition", "")) if request.GET.get("partition") else None
+    skew = stats.skew()
+    bars = ordered[:SKEW_BARS]
+    skew_figure = json.dumps({
+        "data": [{"type": "bar", "x": [p.label for p in bars], "y": [p.total_size for p in bars],
+                  "name": "partition size", "marker": {"color": "#3b6ea5"}}],
+        "layout": {"title": {"text": f"Largest {len(bars)} partitions against the median"},
+                   "yaxis": {"title": {"text": "bytes"}}, "height": 340,
+                   "margin": {"t": 40, "b": 120},
+                   "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1,
+                               "y0": skew["median_size"], "y1": skew["median_size"],
+                               "line": {"color": "#c0392b", "dash": "dash"}}],
+                   "annotations": [{"xref": "paper", "x": 1, "y": skew["median_size"],
+                                    "text": "median", "showarrow": False, "yanchor": "bottom"}]},
+    })
+    return render(request, "explorer/partitions.html", {
+        "state": state, "stats": stats, "totals": stats.totals(), "skew": skew, "page": page,
+        "chosen": chosen, "selection": selection,
+        "table_histogram": _histogram_figure(stats.file_sizes, "File sizes, whole table"),
+        "partition_histogram": (_histogram_figure(chosen.file_sizes, f"File sizes, {chosen.label}")
+                                if chosen is not None else None),
+        "skew_figure": skew_figure,
+    })
+
+
+def _file_rows(plan: Any, status: str) -> Iterator[tuple[Any, Any]]:
+    for m in scan.plan_manifests(plan):
+        for f in m.files:
+            if status == "all" or (status == "kept") == f.kept:
+                yield m, f
+
+
+class _LazyCount:
+    """A sequence over a generator for Paginator: counts once, slices by iterating."""
+
+    def __init__(self, plan: Any, status: str) -> None:
+        self._plan, self._status = plan, status
+        self._count: int | None = None
+
+    def count(self) -> int:
+        if self._count is None:
+            self._count = sum(1 for _ in _file_rows(self._plan, self._status))
+        return self._count
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __getitem__(self, s: slice) -> list[tuple[Any, Any]]:
+        out = []
+        for i, row in enumerate(_file_rows(self._plan, self._status)):
+            if i >= s.stop:
+                break
+            if i >= s.start:
+                out.append(row)
+        return out
+
+
+@require_GET
+@read_access_required
+def plan(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpResponse:
+    state = _state(catalog, ns, table)
+    form = {k: request.GET.get(k, "") for k in ("snapshot", "ref", "filter")}
+    status_filter = request.GET.get("files", "all")
+    if status_filter not in ("all", "kept", "pruned"):
+        status_filter = "all"
+    context: dict[str, Any] = {"state": state, "form": form, "files_status": status_filter,
+                               "snapshots": sorted(state.metadata.snapshots,
+                                                   key=lambda s: -s.timestamp_ms)[:200],
+                               "refs": sorted(state.metadata.refs)}
+    try:
+        selection = scan.selection_parse(snapshot=form["snapshot"], ref=form["ref"])
+        row_filter = scan.filter_check(state=state, selection=selection, text=form["filter"])
+    except ValidationError as exc:
+        context["error"] = str(exc)
+        return render(request, "explorer/plan.html", context, status=400)
+    result = scan.table_plan(state=state, selection=selection, row_filter=row_filter)
+    stages = scan.plan_funnel_stages(result)
+    manifests = Paginator(scan.plan_manifests(result), 20).get_page(request.GET.get("mpage"))
+    files = Paginator(_LazyCount(result, status_filter), settings.FLOE_PAGE_SIZE).get_page(
+        request.GET.get("fpage"))
+    residuals = {t.data_file.file_path: t.residual for t in result.tasks} \
+        if len(files.object_list) else {}
+    context.update({
+        "plan": result, "summary": scan.plan_summary(result), "stages": stages,
+        "manifests": manifests, "files": files,
+        "file_rows": [(m, f, residuals.get(f.path)) for m, f in files.object_list],
+        "funnel_figure": json.dumps({
+            "data": [{"type": "funnel", "y": [s["stage"] for s in stages],
+                      "x": [s["count"] for s in stages], "textinfo": "value"}],
+            "layout": {"height": 380, "margin": {"l": 260, "t": 20}},
+        }),
+        "query": request.GET.copy(),
+    })
+    return render(request, "explorer/plan.html", context)
+
+
+@require_GET
+@read_access_required
+def preview(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpResponse:
+    state = _state(catalog, ns, table)
+    form = {k: request.GET.get(k, "") for k in ("snapshot", "as_of", "ref", "filter", "columns",
+                                                  "limit")}
+    context: dict[str, Any] = {"state": state, "form": form,
+                               "max_rows": scan.PREVIEW_MAX_ROWS,
+                               "export_max_rows": scan.EXPORT_MAX_ROWS}
+    try:
+        selection = scan.selection_parse(snapshot=form["snapshot"], as_of=form["as_of"],
+                                         ref=form["ref"])
+        row_filter = scan.filter_check(state=state, selection=selection, text=form["filter"])
+        columns = scan.columns_parse(state=state, selection=selection, text=form["columns"])
+        limit = _limit(form["limit"])
+    except ValidationError as exc:
+        context["error"] = str(exc)
+        return render(request, "explorer/preview.html", context, status=400)
+    fmt = request.GET.get("format")
+    if fmt:
+        data, _ = scan.table_export(state=state, selection=selection, row_filter=row_filter,
+                                    columns=columns, fmt=fmt)
+        response = HttpResponse(
+            data, content_type="text/csv; charset=utf-8" if fmt == "csv"
+            else "application/vnd.apache.parquet")
+        response["Content-Disposition"] = f'attachment; filename="{state.name}.{fmt}"'
+        return response
+    result, rows = scan.table_preview(state=state, selection=selection, row_filter=row_filter,
+                                      columns=columns, limit=limit)
+    export_query = request.GET.copy()
+    export_query.pop("format", None)
+    context.update({
+        "plan": result, "columns": rows.column_names,
+        "rows": [[_cell(v) for v in row.values()] for row in rows.to_pylist()],
+        "row_count": rows.num_rows, "limit": limit, "export_query": export_query.urlencode(),
+    })
+    return render(request, "explorer/preview.html", context)
+
+
+def _limit(text: str) -> int:
+    if not text.strip():
+        return scan.PREVIEW_DEFAULT_ROWS
+    try:
+        n = int(text)
+    except ValueError:
+        raise ValidationError(f"limit {text!r} is not a number") from None
+    if not 1 <= n <= scan.PREVIEW_MAX_ROWS:
+        raise ValidationError(f"limit must be between 1 and {scan.PREVIEW_MAX_ROWS}")
+    return n
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bytes):
+        return value.hex()
+    return str(value)
+
+
+@require_GET
+@cache_control(max_age=86_400, public=True)
+def plotly_js(request: HttpRequest) -> FileResponse:
+    """plotly.js from the plotly package, served locally (no CDN)."""
+    return FileResponse(PLOTLY_JS.open("rb"), content_type="text/javascript")
+
+
+_table = "catalogs/<str:catalog>/namespaces/<str:ns>/tables/<str:table>/"
+
+scan_patterns = (
+    [
+        path(_table + "partitions/", partitions, name="partitions"),
+        path(_table + "plan/", plan, name="plan"),
+        path(_table + "preview/", preview, name="preview"),
+        path("vendor/plotly.min.js", plotly_js, name="plotly_js"),
+    ],
+    "scan",
+)

@@ -1,0 +1,237 @@
+"""Partitions, scan-plan and preview pages over real tables written by floe (the demo)."""
+
+from __future__ import annotations
+
+import html
+import io
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+from django.test import Client
+
+from explorer import selectors, selectors_scan
+from explorer.testing import SnapshotSpec, write_table
+from floe.catalog.filesystem import directory_table
+from floe.demo import create_demo_warehouse
+from floe.inspect import live_entries
+from floe.io.readers import plan_to_table
+from floe.manifest import DataFile, FileContent, read_manifest_list
+from floe.partition_stats import partition_stats
+from floe.scan import DEFAULT_CACHE, plan_files
+
+pytestmark = pytest.mark.django_db
+EVENTS = "/catalogs/local/namespaces/web/tables/events"
+
+
+@pytest.fixture(scope="session")
+def _demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("demo") / "warehouse"
+    create_demo_warehouse(str(root))
+    _add_position_delete(str(root / "web" / "events"))
+    return root
+
+
+def _add_position_delete(location: str) -> None:
+    """A merge-on-read delete of the first row of one events file."""
+    t = directory_table(location)
+    _, entry = next(iter(live_entries(t.io, t.metadata.current_snapshot())))
+    target = entry.data_file
+    path = f"{location}/data/pos-delete-0.parquet"
+    ids = [{b"PARQUET:field_id": b"2147483546"}, {b"PARQUET:field_id": b"2147483545"}]
+    schema = pa.schema([pa.field("file_path", pa.string(), False, ids[0]),
+                        pa.field("pos", pa.int64(), False, ids[1])])
+    pq.write_table(pa.table([pa.array([target.file_path]), pa.array([0], pa.int64())],
+                            schema=schema), path)
+    df = DataFile(FileContent.POSITION_DELETES, path, "PARQUET", tuple(target.partition), 1,
+                  os.path.getsize(path), spec_id=target.spec_id)
+    t.new_transaction().append_files([df]).commit()
+
+
+@pytest.fixture
+def demo(tmp_path: Path, settings) -> Iterator[Path]:  # type: ignore[no-untyped-def]
+    """A fresh demo warehouse of this test's own, for tests that damage it."""
+    root = tmp_path / "warehouse"
+    create_demo_warehouse(str(root))
+    settings.FLOE_WAREHOUSE = str(root)
+    selectors_scan.clear_caches()
+    DEFAULT_CACHE.clear()
+    yield root
+    selectors_scan.clear_caches()
+    DEFAULT_CACHE.clear()
+
+
+def _events(root: Path):  # type: ignore[no-untyped-def]
+    return directory_table(str(root / "web" / "events"))
+
+
+@pytest.fixture
+def template_demo(_demo_template: Path, settings) -> Path:  # type: ignore[no-untyped-def]
+    """The session's demo warehouse itself (read-only tests: no copy)."""
+    settings.FLOE_WAREHOUSE = str(_demo_template)
+    selectors_scan.clear_caches()
+    return _demo_template
+
+
+# --- partitions -------------------------------------------------------------------------------
+
+
+def test_partitions_page_numbers_equal_floe(client: Client, template_demo: Path) -> None:
+    t = _events(template_demo)
+    stats = partition_stats(t.io, t.metadata)
+    html = client.get(f"{EVENTS}/partitions/").content.decode()
+    totals = stats.totals()
+    assert re.search(rf'data-col="records">{totals["record_count"]:,}<', html)
+    assert re.search(rf'data-col="files">{totals["file_count"]:,}<', html)
+    assert re.search(r'data-col="delete-files">1<', html)
+    for p in stats.partitions[:5]:
+        row = re.search(rf'<tr data-partition="{re.escape(p.label)}">.*?</tr>', html, re.S)
+        assert row, p.label
+        assert f'data-col="records">{p.record_count:,}<' in row.group(0)
+        assert f'title="{p.total_size} bytes"' in row.group(0)
+    assert 'data-chart="chart-table-histogram"' in html and 'data-chart="chart-skew"' in html
+
+
+def test_partitions_of_an_older_snapshot_and_one_partition(client: Client, template_demo: Path) -> None:
+    t = _events(template_demo)
+    first = min(t.metadata.snapshots, key=lambda s: s.sequence_number)
+    stats = partition_stats(t.io, t.metadata, first.snapshot_id)
+    label = stats.partitions[0].label
+    response = client.get(f"{EVENTS}/partitions/", {"snapshot": first.snapshot_id, "partition": label})
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert f'<code id="snapshot-id">{first.snapshot_id}</code>' in html
+    assert html.count("<tr data-partition=") == len(stats.partitions)
+    assert 'data-chart="chart-partition-histogram"' in html
+
+
+# --- plan -------------------------------------------------------------------------------------
+
+
+def test_plan_page_shows_the_funnel_and_why(client: Client, template_demo: Path) -> None:
+    t = _events(template_demo)
+    flt = "ts >= TIMESTAMP '2025-03-05 00:00:00+00:00'"
+    expected = plan_files(t.io, t.metadata, row_filter=flt, explain=True)
+    response = client.get(f"{EVENTS}/plan/", {"filter": flt, "files": "pruned"})
+    assert response.status_code == 200
+    html = response.content.decode()
+    f = expected.funnel
+    assert f'data-stage="data files">{f.data_files_total:,}<' in html
+    assert f'data-stage="after partition pruning">{f.data_files_after_partition:,}<' in html
+    assert f.data_files_after_partition < f.data_files_total
+    assert 'data-chart="chart-funnel"' in html and '"type": "funnel"' in html
+    assert "pruned: ts_day" in html or "pruned:" in html
+    kept = client.get(f"{EVENTS}/plan/", {"filter": flt, "files": "kept"}).content.decode()
+    assert kept.count('data-kept="true"') >= f.data_files_after_metrics
+
+
+@pytest.mark.parametrize(("flt", "needle"), [
+    ("id >", "position"),
+    ("event_id = 'x' AND (", "position"),
+    ("no_such_column = 1", "unknown column"),
+    ("kind IS NAN", "NAN"),
+])
+def test_a_bad_filter_is_a_400_next_to_the_form(client: Client, template_demo: Path, flt: str, needle: str) -> None:
+    response = client.get(f"{EVENTS}/plan/", {"filter": flt})
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert 'id="filter-error"' in html and needle.lower() in html.lower()
+    assert 'id="plan-form"' in html
+
+
+def test_plan_by_ref_and_unknown_snapshot(client: Client, template_demo: Path) -> None:
+    assert client.get(f"{EVENTS}/plan/", {"ref": "main"}).status_code == 200
+    response = client.get(f"{EVENTS}/plan/", {"snapshot": "123"})
+    assert response.status_code == 404 and "123" in response.content.decode()
+    assert client.get(f"{EVENTS}/plan/", {"snapshot": "abc"}).status_code == 400
+
+
+# --- preview ----------------------------------------------------------------------------------
+
+
+def test_preview_reads_through_floe_with_deletes(client: Client, template_demo: Path) -> None:
+    t = _events(template_demo)
+    expected = plan_to_table(t.io, plan_files(t.io, t.metadata), None)
+    response = client.get(f"{EVENTS}/preview/", {"limit": "1000", "columns": "event_id,kind"})
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert f'<span id="row-count">{min(1000, expected.num_rows):,}</span>' in html
+    assert "<th scope=\"col\">event_id</th><th scope=\"col\">kind</th>" in html
+    assert "100,000" in html  # the export bound is stated
+
+
+def test_preview_time_travel_and_exports(client: Client, template_demo: Path) -> None:
+    t = _events(template_demo)
+    first = min(t.metadata.snapshots, key=lambda s: s.sequence_number)
+    expected = plan_to_table(t.io, plan_files(t.io, t.metadata, snapshot_id=first.snapshot_id), None)
+    csv = client.get(f"{EVENTS}/preview/", {"snapshot": first.snapshot_id, "format": "csv"})
+    assert csv.status_code == 200 and csv["Content-Disposition"].endswith('events.csv"')
+    assert pacsv.read_csv(io.BytesIO(csv.content)).num_rows == expected.num_rows
+    as_of = client.get(f"{EVENTS}/preview/", {"as_of": str(first.timestamp_ms), "format": "parquet",
+                                              "filter": "kind = 'view'", "columns": "kind"})
+    table = pq.read_table(io.BytesIO(as_of.content))
+    assert table.column_names == ["kind"] and set(table.column("kind").to_pylist()) == {"view"}
+    current = plan_to_table(t.io, plan_files(t.io, t.metadata), None)
+    full = pq.read_table(io.BytesIO(client.get(f"{EVENTS}/preview/", {"format": "parquet"}).content))
+    assert full.num_rows == current.num_rows  # the position delete is applied
+
+
+@pytest.mark.parametrize("query", [
+    {"limit": "5000"}, {"limit": "x"}, {"columns": "nope"}, {"snapshot": "1", "ref": "main"},
+    {"as_of": "yesterday"}, {"format": "xlsx"},
+])
+def test_preview_bad_input_is_400(client: Client, template_demo: Path, query: dict[str, str]) -> None:
+    assert client.get(f"{EVENTS}/preview/", query).status_code == 400
+
+
+def test_preview_before_the_first_snapshot_is_404(client: Client, template_demo: Path) -> None:
+    response = client.get(f"{EVENTS}/preview/", {"as_of": "1970-01-02T00:00:00"})
+    assert response.status_code == 404
+
+
+# --- bad input ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("url", "status", "needle"), [
+    ("/catalogs/nope/namespaces/web/tables/events/plan/", 404, "catalog 'nope'"),
+    ("/catalogs/local/namespaces/nope/tables/events/plan/", 404, "namespace 'nope'"),
+    ("/catalogs/local/namespaces/web/tables/nope/partitions/", 404, "web.nope"),
+    ("/catalogs/local/namespaces/%2E%2E/tables/events/plan/", 400, "not a valid name"),
+    ("/catalogs/local/namespaces/web.../tables/events/plan/", 400, "not a valid name"),
+    ("/catalogs/local/namespaces/web/tables/%2E%2E/preview/", 400, "not a valid name"),
+    ("/catalogs/local/namespaces/web/tables/%2Fetc/preview/", 404, ""),
+])
+def test_unknown_and_escaping_names(client: Client, template_demo: Path, url: str, status: int, needle: str) -> None:
+    response = client.get(url)
+    assert response.status_code == status
+    assert needle in html.unescape(response.content.decode())
+
+
+def test_a_symlink_out_of_the_warehouse_reads_nothing(client: Client, demo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    secret = write_table(outside, "x", "secret", [SnapshotSpec(1, 1, 10)])
+    (demo / "web" / "leak").symlink_to(secret, target_is_directory=True)
+    (demo / "escape").symlink_to(outside / "x", target_is_directory=True)
+    selectors.clear_metadata_cache()
+    for url in (f"/catalogs/local/namespaces/web/tables/leak/{p}/" for p in ("plan", "partitions", "preview")):
+        assert client.get(url).status_code == 404
+    assert client.get("/catalogs/local/namespaces/escape/tables/secret/plan/").status_code == 404
+    assert client.get("/api/catalogs/local/namespaces/web/tables/leak/plan/").status_code == 404
+    assert len(selectors._metadata_cache) == 0  # no metadata file was read
+
+
+def test_a_corrupt_manifest_is_named_not_a_500(client: Client, demo: Path) -> None:
+    t = _events(demo)
+    snap = t.metadata.current_snapshot()
+    assert snap is not None and snap.manifest_list
+    manifest = read_manifest_list(t.io, snap.manifest_list)[0].manifest_path
+    Path(manifest).write_bytes(b"Obj\x01 this is not avro")
+    for page in ("partitions", "plan", "preview"):
+        response = client.get(f"{EVENTS}/{page}/")
+        assert response.status_code == 422, page
+        assert os.path.basename(manifest) in response.content.decode()
