@@ -1,0 +1,464 @@
+"""Reads for one table's pages and API: overview, health, timeline, snapshots, manifests,
+files, history and diffs.
+
+Every number comes from :mod:`floe.inspect` / :mod:`floe.diff` / :mod:`floe.health` (what the
+``floe`` command prints). Cost rules (ARCHITECTURE.md): metadata, manifest lists and decoded
+manifests are cached by path (bounded), a page reads at most the manifests it shows, long
+lists are paged. Names from URLs are validated and the resolved table directory must stay
+inside the warehouse (symlinks included); metadata-referenced manifest files too.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import UTC, datetime
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from explorer import selectors
+from explorer.selectors import METADATA_DIR, _LRU, cached_metadata, current_metadata_location
+from floe import inspect
+from floe.catalog.base import validate_name
+from floe.diff import file_row, schema_for_snapshot, schema_history, snapshot_diff, spec_history
+from floe.errors import NotFound, ValidationError
+from floe.health import table_health
+from floe.io import FileIO
+from floe.manifest import (
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+    read_manifest,
+    read_manifest_list,
+)
+from floe.metadata import TableMetadata
+from floe.scan.manifests import ManifestCache
+from floe.snapshots import Snapshot
+from floe.types import ListType, MapType, NestedField, StructType
+
+_io = FileIO()
+
+#: Health reads the current data manifests only when they hold at most this many entries.
+HEALTH_MAX_FILES = 20_000
+#: Parent chain shown on a snapshot page.
+PARENT_CHAIN_LIMIT = 50
+#: Decoded manifest entries (all statuses) kept in memory, counted across manifests.
+ENTRY_CACHE_SIZE = 1_000_000
+
+_manifest_lists = _LRU()
+_manifest_rows = _LRU()
+_entries = ManifestCache(max_entries=ENTRY_CACHE_SIZE)
+
+STATUS_NAMES = {s.value: s.name.lower() for s in ManifestEntryStatus}
+ENTRY_SORTS = ("file_path", "record_count", "file_size_in_bytes", "sequence_number", "status")
+
+
+@dataclass(frozen=True, slots=True)
+class OpenTable:
+    catalog: str
+    namespace: str
+    name: str
+    location: str
+    warehouse: str
+    metadata_location: str
+    metadata: TableMetadata
+
+    @property
+    def identifier(self) -> str:
+        return f"{self.namespace}.{self.name}"
+
+
+def clear_table_caches() -> None:
+    _manifest_lists.clear()
+    _manifest_rows.clear()
+    _entries.clear()
+
+
+# --- opening a table safely -------------------------------------------------------------------
+
+
+def _local_path(location: str) -> str:
+    return location.removeprefix("file://").removeprefix("file:") if location.startswith("file:") \
+        else location
+
+
+def _inside(path: str, root: str) -> bool:
+    real, base = os.path.realpath(path), os.path.realpath(root)
+    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
+
+
+def table_open(*, catalog: str, namespace: str, name: str) -> OpenTable:
+    """Validate the names, find the table directory inside the warehouse, load its metadata
+    (cached by path). ValidationError (400) for names that try to leave the warehouse,
+    NotFound (404) for anything absent."""
+    cat = selectors.catalog_get(name=catalog)
+    levels = namespace.split(".")
+    for level in levels:
+        validate_name(level, "namespace")
+    validate_name(name, "table name")
+    namespace_dir = os.path.join(cat.warehouse, *levels)
+    location = os.path.join(namespace_dir, name)
+    if not os.path.isdir(namespace_dir):
+        raise NotFound(f"namespace {namespace!r} does not exist in catalog {catalog!r}")
+    if not os.path.isdir(os.path.join(location, METADATA_DIR)):
+        raise NotFound(f"table {namespace}.{name} does not exist in catalog {catalog!r}")
+    if not _inside(location, cat.warehouse):
+        raise ValidationError(f"table {namespace}.{name} resolves outside the warehouse")
+    metadata_location = current_metadata_location(location)
+    if not _inside(_local_path(metadata_location), cat.warehouse):
+        raise ValidationError(f"metadata of {namespace}.{name} is outside the warehouse")
+    md = cached_metadata(metadata_location)
+    return OpenTable(cat.name, namespace, name, location, cat.warehouse, metadata_location, md)
+
+
+def _check_file(table: OpenTable, location: str) -> None:
+    """Files named by metadata are read only when they are inside the warehouse."""
+    if "://" in location and not location.startswith("file:"):
+        raise ValidationError(f"{location}: only local files are read")
+    if not _inside(_local_path(location), table.warehouse):
+        raise ValidationError(f"{location}: outside the warehouse, not read")
+
+
+# --- cached reads -----------------------------------------------------------------------------
+
+
+def snapshot_get(*, table: OpenTable, snapshot_id: int) -> Snapshot:
+    snap = table.metadata.snapshot_by_id(snapshot_id)
+    if snap is None:
+        raise NotFound(f"snapshot {snapshot_id} does not exist in table {table.identifier}")
+    return snap
+
+
+def _manifest_list(table: OpenTable, snapshot: Snapshot) -> list[ManifestFile]:
+    if not snapshot.manifest_list:
+        raise ValidationError(
+            f"snapshot {snapshot.snapshot_id} lists its manifests inline (format v1 without a "
+            "manifest list), which floe does not read")
+    _check_file(table, snapshot.manifest_list)
+    return _manifest_lists.get_or_load(  # type: ignore[no-any-return]
+        snapshot.manifest_list, lambda p: read_manifest_list(_io, p),
+        settings.FLOE_METADATA_CACHE_SIZE)
+
+
+def _manifest_entries(table: OpenTable, manifest: ManifestFile) -> list[ManifestEntry]:
+    """Every entry (all statuses) of one manifest, cached by path."""
+    cached = _entries.get(manifest.manifest_path)
+    if cached is None:
+        _check_file(table, manifest.manifest_path)
+        cached = read_manifest(_io, manifest)
+        _entries.put(manifest.manifest_path, cached)
+    return cached
+
+
+def _live(table: OpenTable, manifest: ManifestFile) -> Iterable[ManifestEntry]:
+    return (e for e in _manifest_entries(table, manifest) if e.status != ManifestEntryStatus.DELETED)
+
+
+# --- overview ---------------------------------------------------------------------------------
+
+
+def _schema_tree(fields: Iterable[NestedField], depth: int = 0, prefix: str = "") -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for f in fields:
+        t = f.field_type
+        kind = "struct" if isinstance(t, StructType) else "list" if isinstance(t, ListType) \
+            else "map" if isinstance(t, MapType) else str(t)
+        rows.append({"depth": depth, "field_id": f.field_id, "name": f.name, "path": prefix + f.name,
+                     "type": kind, "required": f.required, "doc": f.doc})
+        children: list[NestedField] = []
+        if isinstance(t, StructType):
+            children = list(t.fields)
+        elif isinstance(t, ListType):
+            children = [NestedField(t.element_id, "element", t.element_type, t.element_required)]
+        elif isinstance(t, MapType):
+            children = [NestedField(t.key_id, "key", t.key_type, True),
+                        NestedField(t.value_id, "value", t.value_type, t.value_required)]
+        rows += _schema_tree(children, depth + 1, prefix + f.name + ".")
+    return rows
+
+
+def table_overview(*, table: OpenTable) -> dict[str, Any]:
+    """``floe describe`` plus the current schema as a tree, refs with their snapshots and
+    the totals of the current snapshot's summary."""
+    md = table.metadata
+    described = inspect.describe(md, table.metadata_location)
+    current = md.current_snapshot()
+    summary = dict(current.summary) if current is not None else {}
+    refs = []
+    for ref in described["refs"]:
+        snap = md.snapshot_by_id(ref["snapshot_id"])
+        refs.append({**ref, "timestamp_ms": snap.timestamp_ms if snap else None,
+                     "time": iso_time(snap.timestamp_ms if snap else None),
+                     "operation": snap.summary.get("operation") if snap else None})
+    totals = {key.replace("-", "_"): _int_or_none(summary.get(key)) for key in (
+        "total-records", "total-data-files", "total-delete-files", "total-files-size",
+        "total-position-deletes", "total-equality-deletes")}
+    return {
+        **described,
+        "refs": refs,
+        "schema_tree": _schema_tree(md.schema().as_struct().fields),
+        "spec_list": spec_history(md),
+        "order_list": [
+            {"order_id": o.order_id, "is_default": o.order_id == md.default_sort_order_id,
+             "fields": [f"{f.transform}({md.schema().find_column_name(f.source_id) or f.source_id}) "
+                        f"{f.direction} {f.null_order}" for f in o.fields]}
+            for o in md.sort_orders],
+        "totals": totals,
+    }
+
+
+def iso_time(ms: int | None) -> str | None:
+    """A commit time for people: UTC, to the second."""
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _int_or_none(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def table_health_get(*, table: OpenTable) -> list[dict[str, Any]]:
+    """Health of the current state: one manifest-list read, plus the current data manifests
+    only when the list's counts say they hold at most HEALTH_MAX_FILES live files."""
+    md = table.metadata
+    current = md.current_snapshot()
+    manifests = _manifest_list(table, current) if current is not None else []
+    data = [m for m in manifests if m.content == ManifestContent.DATA]
+    counts = [(m.added_files_count, m.existing_files_count) for m in data]
+    sizes: list[int] | None = None
+    if all(a is not None and e is not None for a, e in counts) and \
+            sum((a or 0) + (e or 0) for a, e in counts) <= HEALTH_MAX_FILES:
+        sizes = [e.data_file.file_size_in_bytes for m in data for e in _live(table, m)]
+    metrics = table_health(md, now_ms=int(time.time() * 1000), manifests=manifests,
+                           data_file_sizes=sizes)
+    for m in metrics:
+        v = m["value"]
+        m["display"] = "—" if v is None else f"{v:.1%}" if isinstance(v, float) else str(v)
+    return metrics
+
+
+# --- timeline ---------------------------------------------------------------------------------
+
+
+def snapshot_timeline(*, table: OpenTable) -> dict[str, Any]:
+    """Chart data from snapshot summaries only (no manifest is read): one point per snapshot
+    in the lane of the first branch whose history holds it, tags as their own lanes."""
+    md = table.metadata
+    branches = sorted((n for n, r in md.refs.items() if r.is_branch), key=lambda n: (n != "main", n))
+    tags = sorted(n for n, r in md.refs.items() if r.is_tag)
+    lane_of: dict[int, str] = {}
+    for name in branches:
+        for snap in md.ancestors_of(md.refs[name].snapshot_id):
+            lane_of.setdefault(snap.snapshot_id, name)
+    points = []
+    for row in inspect.snapshot_rows(md):
+        s = row["summary"]
+        points.append({
+            "snapshot_id": str(row["snapshot_id"]),
+            "timestamp_ms": row["timestamp_ms"],
+            "operation": row["operation"] or "unknown",
+            "lane": lane_of.get(row["snapshot_id"], "(no branch)"),
+            "added_records": _int_or_none(s.get("added-records")) or 0,
+            "deleted_records": _int_or_none(s.get("deleted-records")) or 0,
+            "total_records": _int_or_none(s.get("total-records")),
+            "total_data_files": _int_or_none(s.get("total-data-files")),
+            "total_files_size": _int_or_none(s.get("total-files-size")),
+            "is_current": row["is_current"],
+            "summary": {k: v for k, v in s.items() if not k.startswith("total-") or k == "total-records"},
+        })
+    tag_points = [{"tag": n, "snapshot_id": str(md.refs[n].snapshot_id),
+                   "timestamp_ms": md.snapshot_by_id(md.refs[n].snapshot_id).timestamp_ms}  # type: ignore[union-attr]
+                  for n in tags if md.snapshot_by_id(md.refs[n].snapshot_id) is not None]
+    lanes = [*branches, *(["(no branch)"] if any(p["lane"] == "(no branch)" for p in points) else []),
+             *(f"tag: {n}" for n in tags)]
+    return {"points": points, "tags": tag_points, "lanes": lanes}
+
+
+# --- snapshots, manifests, files -----------------------------------------------------------
+
+
+def snapshot_list(*, table: OpenTable) -> list[dict[str, Any]]:
+    """``floe snapshots`` rows, newest first."""
+    return [_with_display(r) for r in reversed(inspect.snapshot_rows(table.metadata))]
+
+
+def _with_display(row: dict[str, Any]) -> dict[str, Any]:
+    s = row["summary"]
+    return {**row, "time": iso_time(row["timestamp_ms"]),
+            "added_records": _int_or_none(s.get("added-records")),
+            "deleted_records": _int_or_none(s.get("deleted-records")),
+            "total_records": _int_or_none(s.get("total-records"))}
+
+
+def snapshot_row(*, table: OpenTable, snapshot_id: int) -> dict[str, Any]:
+    snap = snapshot_get(table=table, snapshot_id=snapshot_id)
+    return _with_display({
+        "snapshot_id": snap.snapshot_id,
+        "parent_id": snap.parent_snapshot_id,
+        "sequence_number": snap.sequence_number,
+        "timestamp_ms": snap.timestamp_ms,
+        "operation": snap.summary.get("operation"),
+        "summary": dict(snap.summary),
+        "manifest_list": snap.manifest_list,
+        "schema_id": snap.schema_id,
+        "is_current": snap.snapshot_id == table.metadata.current_snapshot_id,
+    })
+
+
+def snapshot_parents(*, table: OpenTable, snapshot_id: int, limit: int = PARENT_CHAIN_LIMIT
+                     ) -> tuple[list[dict[str, Any]], bool]:
+    """The first ``limit`` ancestors (the snapshot excluded) and whether there are more."""
+    chain = []
+    for snap in table.metadata.ancestors_of(snapshot_id):
+        if snap.snapshot_id == snapshot_id:
+            continue
+        if len(chain) == limit:
+            return chain, True
+        chain.append({"snapshot_id": snap.snapshot_id, "timestamp_ms": snap.timestamp_ms,
+                      "time": iso_time(snap.timestamp_ms),
+                      "operation": snap.summary.get("operation")})
+    return chain, False
+
+
+def snapshot_manifests(*, table: OpenTable, snapshot_id: int) -> list[dict[str, Any]]:
+    """``floe manifests`` rows (floe.inspect.manifest_rows), cached by manifest-list path."""
+    snap = snapshot_get(table=table, snapshot_id=snapshot_id)
+    _manifest_list(table, snap)  # checks the location and warms the cache
+    return _manifest_rows.get_or_load(  # type: ignore[no-any-return]
+        f"{table.metadata_location}\0{snap.manifest_list}",
+        lambda _: inspect.manifest_rows(_io, table.metadata, snap),
+        settings.FLOE_METADATA_CACHE_SIZE)
+
+
+def manifest_at(*, table: OpenTable, snapshot_id: int, index: int) -> ManifestFile:
+    manifests = _manifest_list(table, snapshot_get(table=table, snapshot_id=snapshot_id))
+    if not 0 <= index < len(manifests):
+        raise NotFound(f"snapshot {snapshot_id} has no manifest #{index} ({len(manifests)} manifests)")
+    return manifests[index]
+
+
+def manifest_entry_rows(
+    *, table: OpenTable, snapshot_id: int, index: int, status: str = "", content: str = "",
+    sort: str = "", descending: bool = False,
+) -> list[dict[str, Any]]:
+    """Entries of ONE manifest (all statuses), filtered and sorted; each row is a
+    ``floe files`` row plus its position in the manifest and its status name."""
+    manifest = manifest_at(table=table, snapshot_id=snapshot_id, index=index)
+    ptypes: dict[int, StructType] = {}
+    rows = []
+    for pos, entry in enumerate(_manifest_entries(table, manifest)):
+        row = file_row(table.metadata, manifest, entry, ptypes)
+        row["position"] = pos
+        row["status_name"] = STATUS_NAMES.get(row["status"], str(row["status"]))
+        if status and row["status_name"] != status:
+            continue
+        if content and row["content"] != content:
+            continue
+        rows.append(row)
+    if sort in ENTRY_SORTS:
+        rows.sort(key=lambda r: (r[sort] is None, r[sort] if r[sort] is not None else 0),
+                  reverse=descending)
+    return rows
+
+
+def file_detail(*, table: OpenTable, snapshot_id: int, index: int, position: int) -> dict[str, Any]:
+    """One data or delete file with its column statistics decoded by the schema the
+    snapshot was written with (its schema id)."""
+    snap = snapshot_get(table=table, snapshot_id=snapshot_id)
+    manifest = manifest_at(table=table, snapshot_id=snapshot_id, index=index)
+    entries = _manifest_entries(table, manifest)
+    if not 0 <= position < len(entries):
+        raise NotFound(f"manifest {manifest.manifest_path} has no entry #{position}")
+    entry = entries[position]
+    schema = schema_for_snapshot(table.metadata, snap)
+    row = file_row(table.metadata, manifest, entry)
+    row["status_name"] = STATUS_NAMES.get(row["status"], str(row["status"]))
+    df = entry.data_file
+    return {
+        "file": row,
+        "schema_id": schema.schema_id,
+        "sort_order_id": df.sort_order_id,
+        "split_offsets": list(df.split_offsets or []),
+        "referenced_data_file": df.referenced_data_file,
+        "columns": inspect.column_stats(schema, entry),
+    }
+
+
+def snapshot_file_count(*, table: OpenTable, snapshot_id: int) -> int:
+    snap = snapshot_get(table=table, snapshot_id=snapshot_id)
+    total = 0
+    for m in _manifest_list(table, snap):
+        if m.added_files_count is None or m.existing_files_count is None:
+            total += sum(1 for _ in _live(table, m))
+        else:
+            total += m.added_files_count + m.existing_files_count
+    return total
+
+
+def snapshot_file_page(*, table: OpenTable, snapshot_id: int, offset: int, limit: int
+                       ) -> list[dict[str, Any]]:
+    """Rows ``offset``…``offset+limit`` of ``floe files`` for a snapshot (same order), reading
+    only the manifests that hold them (the manifest list's counts locate the page)."""
+    snap = snapshot_get(table=table, snapshot_id=snapshot_id)
+    rows: list[dict[str, Any]] = []
+    seen = 0
+    ptypes: dict[int, StructType] = {}
+    for m in _manifest_list(table, snap):
+        if len(rows) >= limit:
+            break
+        known = None if m.added_files_count is None or m.existing_files_count is None \
+            else m.added_files_count + m.existing_files_count
+        if known is not None and seen + known <= offset:
+            seen += known
+            continue
+        for entry in _live(table, m):
+            if seen >= offset and len(rows) < limit:
+                rows.append(file_row(table.metadata, m, entry, ptypes))
+            seen += 1
+    return rows
+
+
+# --- history and diff -------------------------------------------------------------------------
+
+
+def table_history(*, table: OpenTable) -> dict[str, Any]:
+    md = table.metadata
+    snapshot_log = []
+    for entry in reversed(md.snapshot_log):
+        snap = md.snapshot_by_id(entry.snapshot_id)
+        snapshot_log.append({
+            "snapshot_id": entry.snapshot_id, "timestamp_ms": entry.timestamp_ms,
+            "time": iso_time(entry.timestamp_ms),
+            "operation": snap.summary.get("operation") if snap is not None else None,
+            "expired": snap is None,
+        })
+    metadata_log = [{"metadata_file": e.metadata_file, "timestamp_ms": e.timestamp_ms,
+                     "time": iso_time(e.timestamp_ms), "is_current": False}
+                    for e in reversed(md.metadata_log)]
+    metadata_log.insert(0, {"metadata_file": table.metadata_location, "timestamp_ms": md.last_updated_ms,
+                            "time": iso_time(md.last_updated_ms), "is_current": True})
+    return {
+        "snapshot_log": snapshot_log,
+        "metadata_log": metadata_log,
+        "schemas": list(reversed(schema_history(md))),
+        "specs": list(reversed(spec_history(md))),
+    }
+
+
+def table_diff(*, table: OpenTable, from_id: int, to_id: int) -> dict[str, Any]:
+    """floe.diff.snapshot_diff over the cached manifest lists and manifests."""
+    before = snapshot_get(table=table, snapshot_id=from_id)
+    after = snapshot_get(table=table, snapshot_id=to_id)
+    return snapshot_diff(
+        table.metadata, before, after,
+        list_manifests=lambda s: _manifest_list(table, s),
+        read_entries=lambda m: _manifest_entries(table, m),
+    )

@@ -1,0 +1,21 @@
+"""Routes of one table's pages (namespace ``table``), included by explorer.urls."""
+
+from django.urls import path
+
+from explorer import views_table as v
+
+app_name = "table"
+
+_t = "catalogs/<str:catalog>/namespaces/<str:ns>/tables/<str:table>/"
+_s = _t + "snapshots/<int:snapshot_id>/"
+
+urlpatterns = [
+    path(_t, v.table_overview, name="overview"),
+    path(_t + "snapshots/", v.table_snapshots, name="snapshots"),
+    path(_s, v.snapshot_detail, name="snapshot"),
+    path(_s + "manifests/<int:index>/", v.manifest_detail, name="manifest"),
+    path(_s + "manifests/<int:index>/files/<int:position>/", v.file_detail, name="file"),
+    path(_t + "history/", v.table_history, name="history"),
+    path(_t + "diff/", v.table_diff, name="diff"),
+    path("assets/plotly-<str:version>.min.js", v.plotly_js, name="plotly_js"),
+]

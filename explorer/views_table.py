@@ -1,0 +1,132 @@
+"""Pages of one table: overview (+ timeline and health), snapshots, manifests, files,
+history, diff. Thin: parse the request, call explorer.selectors_table, render. Domain errors
+are rendered by explorer.middleware (one mapping in explorer.errors)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import plotly
+from django.conf import settings
+from django.core.paginator import Paginator
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from explorer import selectors_table as st
+from explorer.auth import read_access_required
+from floe.errors import ValidationError
+
+PLOTLY_VERSION = plotly.__version__
+_PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+
+def _int_param(request: HttpRequest, name: str) -> int:
+    raw = request.GET.get(name, "")
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValidationError(f"query parameter {name!r} must be a snapshot id (an integer), got {raw!r}") from None
+
+
+def _context(table: st.OpenTable, **more: Any) -> dict[str, Any]:
+    kw = {"catalog": table.catalog, "ns": table.namespace, "table": table.name}
+    return {"t": table, "kw": kw, **more}
+
+
+def _open(catalog: str, ns: str, table: str) -> st.OpenTable:
+    return st.table_open(catalog=catalog, namespace=ns, name=table)
+
+
+@read_access_required
+def table_overview(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpResponse:
+    t = _open(catalog, ns, table)
+    timeline = st.snapshot_timeline(table=t)
+    url = reverse("table:snapshot", kwargs={"catalog": catalog, "ns": ns, "table": table, "snapshot_id": 0})
+    return render(request, "explorer/table_overview.html", _context(
+        t, overview=st.table_overview(table=t), health=st.table_health_get(table=t),
+        timeline=timeline, snapshot_url=url.replace("/0/", "/{id}/"), plotly_version=PLOTLY_VERSION,
+    ))
+
+
+@read_access_required
+def table_snapshots(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpResponse:
+    t = _open(catalog, ns, table)
+    page = Paginator(st.snapshot_list(table=t), settings.FLOE_PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "explorer/snapshot_list.html", _context(t, page=page))
+
+
+@read_access_required
+def snapshot_detail(request: HttpRequest, catalog: str, ns: str, table: str, snapshot_id: int) -> HttpResponse:
+    t = _open(catalog, ns, table)
+    parents, more = st.snapshot_parents(table=t, snapshot_id=snapshot_id)
+    return render(request, "explorer/snapshot_detail.html", _context(
+        t, snapshot=st.snapshot_row(table=t, snapshot_id=snapshot_id), parents=parents,
+        more_parents=more, manifests=st.snapshot_manifests(table=t, snapshot_id=snapshot_id),
+    ))
+
+
+@read_access_required
+def manifest_detail(request: HttpRequest, catalog: str, ns: str, table: str, snapshot_id: int,
+                    index: int) -> HttpResponse:
+    t = _open(catalog, ns, table)
+    status = request.GET.get("status", "")
+    content = request.GET.get("content", "")
+    sort = request.GET.get("sort", "")
+    desc = sort.startswith("-")
+    rows = st.manifest_entry_rows(table=t, snapshot_id=snapshot_id, index=index, status=status,
+                                  content=content, sort=sort.lstrip("-"), descending=desc)
+    page = Paginator(rows, settings.FLOE_PAGE_SIZE).get_page(request.GET.get("page"))
+    manifest = st.manifest_at(table=t, snapshot_id=snapshot_id, index=index)
+    params = request.GET.copy()
+    params.pop("page", None)
+    return render(request, "explorer/manifest_detail.html", _context(
+        t, snapshot_id=snapshot_id, index=index, manifest=manifest, page=page, status=status,
+        content=content, sort=sort, query=params.urlencode(), sorts=st.ENTRY_SORTS,
+        statuses=sorted(st.STATUS_NAMES.values()), contents=["data", "position_deletes", "equality_deletes"],
+    ))
+
+
+@read_access_required
+def file_detail(request: HttpRequest, catalog: str, ns: str, table: str, snapshot_id: int,
+                index: int, position: int) -> HttpResponse:
+    t = _open(catalog, ns, table)
+    detail = st.file_detail(table=t, snapshot_id=snapshot_id, index=index, position=position)
+    return render(request, "explorer/file_detail.html", _context(
+        t, snapshot_id=snapshot_id, index=index, position=position, detail=detail))
+
+
+@read_access_required
+def table_history(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpResponse:
+    t = _open(catalog, ns, table)
+    history = st.table_history(table=t)
+    page = Paginator(history["snapshot_log"], settings.FLOE_PAGE_SIZE).get_page(request.GET.get("page"))
+    metadata_log = history["metadata_log"][: settings.FLOE_PAGE_SIZE]
+    return render(request, "explorer/history.html", _context(
+        t, history=history, page=page, metadata_log=metadata_log,
+        metadata_log_more=len(history["metadata_log"]) - len(metadata_log)))
+
+
+@read_access_required
+def table_diff(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpResponse:
+    t = _open(catalog, ns, table)
+    diff = None
+    if request.GET.get("from") or request.GET.get("to"):
+        diff = st.table_diff(table=t, from_id=_int_param(request, "from"), to_id=_int_param(request, "to"))
+    snapshots = st.snapshot_list(table=t)[: 500]
+    return render(request, "explorer/diff.html", _context(
+        t, diff=diff, snapshots=snapshots, from_id=request.GET.get("from", ""),
+        to_id=request.GET.get("to", ""), limit=settings.FLOE_PAGE_SIZE * 4))
+
+
+@require_GET
+def plotly_js(request: HttpRequest, version: str) -> FileResponse:
+    """plotly.js from the installed plotly package (no CDN); the version is in the URL, so
+    the file can be cached for a year."""
+    if version != PLOTLY_VERSION:
+        raise Http404("unknown plotly version")
+    response = FileResponse(_PLOTLY_JS.open("rb"), content_type="text/javascript")
+    response["Cache-Control"] = "public, max-age=31536000, immutable"
+    return response
