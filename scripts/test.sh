@@ -56,6 +56,17 @@ ensure_postgres() {
 if [ -z "${FLOE_TEST_POSTGRES_URL:-}" ]; then ensure_postgres; fi
 export FLOE_REQUIRE_POSTGRES=1
 
+# Headless Chromium for the browser tests: Debian's `chromium` (Playwright drives it through
+# executable_path; `playwright install` is never used). Installed when missing, which needs
+# root (CI runs as root); the tests then fail, not skip, when it cannot start.
+if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" -eq 0 ]; then
+  echo "installing Chromium ..." >&2
+  { DEBIAN_FRONTEND=noninteractive apt-get update -qq \
+      && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null \
+    || echo "could not install Chromium" >&2
+fi
+export FLOE_REQUIRE_BROWSER=1
+
 mkdir -p test-artifacts
 set +e
 "$PY" -m pytest "$@"
