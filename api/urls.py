@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import SimpleRouter
 
@@ -19,7 +19,7 @@ urlpatterns = [
         name="namespace-list",
     ),
     path(_tables, views.TableViewSet.as_view({"get": "list"}), name="table-list"),
-    path(_tables + "<str:table>/", views.TableViewSet.as_view({"get": "retrieve"}), name="table-detail"),
+    path(_tables + "<str:table>/", include("api.urls_table")),  # detail, snapshots, files, refs, history, diff
     path(_tables + "<str:table>/plan/", views_scan.PlanView.as_view(), name="table-plan"),
     *router.urls,
 ]

@@ -10,6 +10,7 @@ inside the warehouse (symlinks included); metadata-referenced manifest files too
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from datetime import UTC, datetime
@@ -24,7 +25,7 @@ from explorer.selectors import METADATA_DIR, _LRU, cached_metadata, current_meta
 from floe import inspect
 from floe.catalog.base import validate_name
 from floe.diff import file_row, schema_for_snapshot, schema_history, snapshot_diff, spec_history
-from floe.errors import NotFound, ValidationError
+from floe.errors import FloeError, NotFound, ValidationError
 from floe.health import table_health
 from floe.io import FileIO
 from floe.manifest import (
@@ -41,6 +42,7 @@ from floe.snapshots import Snapshot
 from floe.types import ListType, MapType, NestedField, StructType
 
 _io = FileIO()
+logger = logging.getLogger(__name__)
 
 #: Health reads the current data manifests only when they hold at most this many entries.
 HEALTH_MAX_FILES = 20_000
@@ -230,15 +232,25 @@ def table_health_get(*, table: OpenTable) -> list[dict[str, Any]]:
     only when the list's counts say they hold at most HEALTH_MAX_FILES live files."""
     md = table.metadata
     current = md.current_snapshot()
-    manifests = _manifest_list(table, current) if current is not None else []
-    data = [m for m in manifests if m.content == ManifestContent.DATA]
-    counts = [(m.added_files_count, m.existing_files_count) for m in data]
+    manifests: list[ManifestFile] | None = None
     sizes: list[int] | None = None
-    if all(a is not None and e is not None for a, e in counts) and \
-            sum((a or 0) + (e or 0) for a, e in counts) <= HEALTH_MAX_FILES:
-        sizes = [e.data_file.file_size_in_bytes for m in data for e in _live(table, m)]
+    error: str | None = None
+    try:  # health is a side panel: an unreadable manifest leaves its metrics unknown
+        manifests = _manifest_list(table, current) if current is not None else []
+        data = [m for m in manifests if m.content == ManifestContent.DATA]
+        counts = [(m.added_files_count, m.existing_files_count) for m in data]
+        if all(a is not None and e is not None for a, e in counts) and \
+                sum((a or 0) + (e or 0) for a, e in counts) <= HEALTH_MAX_FILES:
+            sizes = [e.data_file.file_size_in_bytes for m in data for e in _live(table, m)]
+    except FloeError as exc:
+        logger.warning("health of %s: %s", table.identifier, exc)
+        error = str(exc)
     metrics = table_health(md, now_ms=int(time.time() * 1000), manifests=manifests,
                            data_file_sizes=sizes)
+    if error is not None:
+        metrics.append({"key": "unreadable", "label": "Unreadable metadata", "value": None,
+                        "threshold": "every file of the current snapshot is readable",
+                        "status": "warn", "detail": error})
     for m in metrics:
         v = m["value"]
         m["display"] = "—" if v is None else f"{v:.1%}" if isinstance(v, float) else str(v)
@@ -462,3 +474,35 @@ def table_diff(*, table: OpenTable, from_id: int, to_id: int) -> dict[str, Any]:
         list_manifests=lambda s: _manifest_list(table, s),
         read_entries=lambda m: _manifest_entries(table, m),
     )
+
+
+def table_detail(*, table: OpenTable) -> dict[str, Any]:
+    """The table list's row, the overview and the health panel in one document (the API)."""
+    row = selectors.table_get(catalog=selectors.catalog_get(name=table.catalog),
+                              namespace=table.namespace, name=table.name)
+    fields = {name: getattr(row, name) for name in row.__slots__}  # type: ignore[attr-defined]
+    return {**fields, "identifier": row.identifier, **table_overview(table=table),
+            "health": table_health_get(table=table)}
+
+
+class SnapshotFiles:
+    """A snapshot's live files as a lazily sliced sequence, for paginators: the length comes
+    from the manifest list's counts, a slice reads only the manifests that hold it."""
+
+    def __init__(self, table: OpenTable, snapshot_id: int) -> None:
+        self.table, self.snapshot_id = table, snapshot_id
+        self._count: int | None = None
+
+    def __len__(self) -> int:
+        if self._count is None:
+            self._count = snapshot_file_count(table=self.table, snapshot_id=self.snapshot_id)
+        return self._count
+
+    def count(self) -> int:
+        return len(self)
+
+    def __getitem__(self, key: slice) -> list[dict[str, Any]]:
+        start = key.start or 0
+        stop = len(self) if key.stop is None else key.stop
+        return snapshot_file_page(table=self.table, snapshot_id=self.snapshot_id, offset=start,
+                                  limit=max(0, stop - start))
