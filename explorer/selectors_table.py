@@ -75,6 +75,7 @@ class OpenTable:
 
 
 def clear_table_caches() -> None:
+    _derived.clear()
     _manifest_lists.clear()
     _manifest_rows.clear()
     _entries.clear()
@@ -127,9 +128,33 @@ def _check_file(table: OpenTable, location: str) -> None:
 
 # --- cached reads -----------------------------------------------------------------------------
 
+_derived = _LRU()  # per metadata file: snapshot index, timeline, snapshot rows
+
+
+def _cached(table: OpenTable, what: str, build: Any) -> Any:
+    """A value derived from one (immutable) metadata file, cached by its path."""
+    return _derived.get_or_load(f"{table.metadata_location}\0{what}", lambda _: build(),
+                                settings.FLOE_METADATA_CACHE_SIZE * 4)
+
+
+def _by_id(table: OpenTable) -> dict[int, Snapshot]:
+    """Snapshots by id (TableMetadata.snapshot_by_id scans: fine once, not per ancestor)."""
+    return _cached(table, "by-id", lambda: {s.snapshot_id: s for s in table.metadata.snapshots})  # type: ignore[no-any-return]
+
+
+def _ancestors(table: OpenTable, snapshot_id: int) -> Iterable[Snapshot]:
+    by_id = _by_id(table)
+    seen: set[int] = set()
+    snap = by_id.get(snapshot_id)
+    while snap is not None and snap.snapshot_id not in seen:
+        yield snap
+        seen.add(snap.snapshot_id)
+        snap = by_id.get(snap.parent_snapshot_id) if snap.parent_snapshot_id is not None else None
+
+
 
 def snapshot_get(*, table: OpenTable, snapshot_id: int) -> Snapshot:
-    snap = table.metadata.snapshot_by_id(snapshot_id)
+    snap = _by_id(table).get(snapshot_id)
     if snap is None:
         raise NotFound(f"snapshot {snapshot_id} does not exist in table {table.identifier}")
     return snap
@@ -192,7 +217,7 @@ def table_overview(*, table: OpenTable) -> dict[str, Any]:
     summary = dict(current.summary) if current is not None else {}
     refs = []
     for ref in described["refs"]:
-        snap = md.snapshot_by_id(ref["snapshot_id"])
+        snap = _by_id(table).get(ref["snapshot_id"])
         refs.append({**ref, "timestamp_ms": snap.timestamp_ms if snap else None,
                      "time": iso_time(snap.timestamp_ms if snap else None),
                      "operation": snap.summary.get("operation") if snap else None})
@@ -260,7 +285,19 @@ def table_health_get(*, table: OpenTable) -> list[dict[str, Any]]:
 # --- timeline ---------------------------------------------------------------------------------
 
 
+#: Timeline columns; from ``added_records`` on, each is the summary key with '-' for '_'.
+TIMELINE_COLUMNS = (
+    "snapshot_id", "timestamp_ms", "operation", "lane", "added_records", "deleted_records",
+    "added_data_files", "deleted_data_files", "added_delete_files", "removed_delete_files",
+    "total_records", "total_data_files", "total_delete_files", "total_files_size",
+)
+
+
 def snapshot_timeline(*, table: OpenTable) -> dict[str, Any]:
+    return _cached(table, "timeline", lambda: _timeline(table))  # type: ignore[no-any-return]
+
+
+def _timeline(table: OpenTable) -> dict[str, Any]:
     """Chart data from snapshot summaries only (no manifest is read): one point per snapshot
     in the lane of the first branch whose history holds it, tags as their own lanes."""
     md = table.metadata
@@ -268,30 +305,31 @@ def snapshot_timeline(*, table: OpenTable) -> dict[str, Any]:
     tags = sorted(n for n, r in md.refs.items() if r.is_tag)
     lane_of: dict[int, str] = {}
     for name in branches:
-        for snap in md.ancestors_of(md.refs[name].snapshot_id):
-            lane_of.setdefault(snap.snapshot_id, name)
-    points = []
-    for row in inspect.snapshot_rows(md):
+        for snap in _ancestors(table, md.refs[name].snapshot_id):
+            if snap.snapshot_id in lane_of:
+                break  # the rest of this history is already in an earlier lane
+            lane_of[snap.snapshot_id] = name
+    # Columnar (one array per field) keeps 10k snapshots to well under a megabyte of JSON.
+    cols: dict[str, list[Any]] = {k: [] for k in TIMELINE_COLUMNS}
+    lanes = [*branches, "(no branch)", *(f"tag: {n}" for n in tags)]
+    current = None
+    for i, row in enumerate(inspect.snapshot_rows(md)):
         s = row["summary"]
-        points.append({
-            "snapshot_id": str(row["snapshot_id"]),
-            "timestamp_ms": row["timestamp_ms"],
-            "operation": row["operation"] or "unknown",
-            "lane": lane_of.get(row["snapshot_id"], "(no branch)"),
-            "added_records": _int_or_none(s.get("added-records")) or 0,
-            "deleted_records": _int_or_none(s.get("deleted-records")) or 0,
-            "total_records": _int_or_none(s.get("total-records")),
-            "total_data_files": _int_or_none(s.get("total-data-files")),
-            "total_files_size": _int_or_none(s.get("total-files-size")),
-            "is_current": row["is_current"],
-            "summary": {k: v for k, v in s.items() if not k.startswith("total-") or k == "total-records"},
-        })
+        cols["snapshot_id"].append(str(row["snapshot_id"]))
+        cols["timestamp_ms"].append(row["timestamp_ms"])
+        cols["operation"].append(row["operation"] or "unknown")
+        cols["lane"].append(lanes.index(lane_of.get(row["snapshot_id"], "(no branch)")))
+        for key in TIMELINE_COLUMNS[4:]:
+            cols[key].append(_int_or_none(s.get(key.replace("_", "-"))))
+        if row["is_current"]:
+            current = i
+    by_id = _by_id(table)
     tag_points = [{"tag": n, "snapshot_id": str(md.refs[n].snapshot_id),
-                   "timestamp_ms": md.snapshot_by_id(md.refs[n].snapshot_id).timestamp_ms}  # type: ignore[union-attr]
-                  for n in tags if md.snapshot_by_id(md.refs[n].snapshot_id) is not None]
-    lanes = [*branches, *(["(no branch)"] if any(p["lane"] == "(no branch)" for p in points) else []),
-             *(f"tag: {n}" for n in tags)]
-    return {"points": points, "tags": tag_points, "lanes": lanes}
+                   "timestamp_ms": by_id[md.refs[n].snapshot_id].timestamp_ms,
+                   "lane": lanes.index(f"tag: {n}")}
+                  for n in tags if md.refs[n].snapshot_id in by_id]
+    return {"columns": cols, "count": len(cols["snapshot_id"]), "current": current,
+            "tags": tag_points, "lanes": lanes}
 
 
 # --- snapshots, manifests, files -----------------------------------------------------------
@@ -299,7 +337,8 @@ def snapshot_timeline(*, table: OpenTable) -> dict[str, Any]:
 
 def snapshot_list(*, table: OpenTable) -> list[dict[str, Any]]:
     """``floe snapshots`` rows, newest first."""
-    return [_with_display(r) for r in reversed(inspect.snapshot_rows(table.metadata))]
+    return _cached(table, "snapshots",  # type: ignore[no-any-return]
+                   lambda: [_with_display(r) for r in reversed(inspect.snapshot_rows(table.metadata))])
 
 
 def _with_display(row: dict[str, Any]) -> dict[str, Any]:
@@ -329,7 +368,7 @@ def snapshot_parents(*, table: OpenTable, snapshot_id: int, limit: int = PARENT_
                      ) -> tuple[list[dict[str, Any]], bool]:
     """The first ``limit`` ancestors (the snapshot excluded) and whether there are more."""
     chain = []
-    for snap in table.metadata.ancestors_of(snapshot_id):
+    for snap in _ancestors(table, snapshot_id):
         if snap.snapshot_id == snapshot_id:
             continue
         if len(chain) == limit:
@@ -442,10 +481,16 @@ def snapshot_file_page(*, table: OpenTable, snapshot_id: int, offset: int, limit
 
 
 def table_history(*, table: OpenTable) -> dict[str, Any]:
+    """Snapshot and metadata logs (newest first), schema and spec history."""
+    return _cached(table, "history", lambda: _history(table))  # type: ignore[no-any-return]
+
+
+def _history(table: OpenTable) -> dict[str, Any]:
     md = table.metadata
     snapshot_log = []
+    by_id = _by_id(table)
     for entry in reversed(md.snapshot_log):
-        snap = md.snapshot_by_id(entry.snapshot_id)
+        snap = by_id.get(entry.snapshot_id)
         snapshot_log.append({
             "snapshot_id": entry.snapshot_id, "timestamp_ms": entry.timestamp_ms,
             "time": iso_time(entry.timestamp_ms),

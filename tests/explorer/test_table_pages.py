@@ -97,11 +97,20 @@ def test_overview_shows_the_metadata_and_current_totals(client: Client, history:
 
 def test_timeline_data_comes_from_summaries(client: Client, history: HistoryTable) -> None:
     md = _md(history)
-    data = selectors_table.snapshot_timeline(table=selectors_table.table_open(catalog="local", namespace="shop", name="orders"))
-    assert [p["snapshot_id"] for p in data["points"]] == [str(r["snapshot_id"]) for r in inspect.snapshot_rows(md)]
+    table = selectors_table.table_open(catalog="local", namespace="shop", name="orders")
+    data = selectors_table.snapshot_timeline(table=table)
+    rows = inspect.snapshot_rows(md)
+    cols = data["columns"]
+    assert cols["snapshot_id"] == [str(r["snapshot_id"]) for r in rows]
+    assert cols["operation"] == [r["operation"] for r in rows]
+    assert cols["total_records"] == [int(r["summary"]["total-records"]) for r in rows]
+    assert cols["added_records"][0] == 30
     assert data["lanes"][0] == "main" and "dev" in data["lanes"] and "tag: audit" in data["lanes"]
+    dev = data["lanes"].index("dev")
+    # dev points at the third snapshot, whose history is main's: it has no points of its own
+    assert dev not in cols["lane"]
     assert [t["tag"] for t in data["tags"]] == ["audit"]
-    assert sum(p["is_current"] for p in data["points"]) == 1
+    assert data["current"] == len(rows) - 1 and rows[-1]["is_current"]
 
 
 def test_plotly_js_is_served_from_the_package_with_long_cache(client: Client, history: HistoryTable) -> None:

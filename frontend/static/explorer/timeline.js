@@ -7,51 +7,53 @@
   var dataEl = document.getElementById("timeline-data");
   if (!el || !dataEl || typeof Plotly === "undefined") return;
   var data = JSON.parse(dataEl.textContent);
+  var c = data.columns;
   var urlTemplate = el.getAttribute("data-snapshot-url");
   var colours = { append: "#2563eb", overwrite: "#d97706", "delete": "#dc2626", replace: "#7c3aed", unknown: "#6b7280" };
+  var summaryKeys = ["added_records", "deleted_records", "added_data_files", "deleted_data_files",
+                     "added_delete_files", "removed_delete_files", "total_records", "total_data_files",
+                     "total_delete_files", "total_files_size"];
   function url(id) { return urlTemplate.replace("{id}", id); }
-  function size(p) {
-    var n = p.added_records + p.deleted_records;
+  function size(i) {
+    var n = (c.added_records[i] || 0) + (c.deleted_records[i] || 0);
     return 6 + Math.min(24, Math.sqrt(n) / 4);
   }
-  function hover(p) {
-    var lines = ["<b>" + p.snapshot_id + "</b>" + (p.is_current ? " (current)" : ""), p.operation];
-    Object.keys(p.summary).forEach(function (k) { if (k !== "operation") lines.push(k + ": " + p.summary[k]); });
+  function hover(i) {
+    var lines = ["<b>" + c.snapshot_id[i] + "</b>" + (i === data.current ? " (current)" : ""),
+                 c.operation[i] + " · " + new Date(c.timestamp_ms[i]).toISOString()];
+    summaryKeys.forEach(function (k) { if (c[k][i] !== null) lines.push(k.replace(/_/g, "-") + ": " + c[k][i]); });
     return lines.join("<br>");
   }
-  var byOp = {};
-  data.points.forEach(function (p) { (byOp[p.operation] = byOp[p.operation] || []).push(p); });
-  var traces = Object.keys(byOp).map(function (op) {
-    var pts = byOp[op];
+  function trace(name, idx, marker) {
     return {
-      type: "scattergl", mode: "markers", name: op,
-      x: pts.map(function (p) { return new Date(p.timestamp_ms); }),
-      y: pts.map(function (p) { return p.lane; }),
-      customdata: pts.map(function (p) { return url(p.snapshot_id); }),
-      text: pts.map(hover), hoverinfo: "text",
-      marker: { color: colours[op] || colours.unknown, size: pts.map(size), opacity: 0.8 }
+      type: "scattergl", mode: "markers", name: name,
+      x: idx.map(function (i) { return new Date(c.timestamp_ms[i]); }),
+      y: idx.map(function (i) { return data.lanes[c.lane[i]]; }),
+      customdata: idx.map(function (i) { return url(c.snapshot_id[i]); }),
+      text: idx.map(hover), hoverinfo: "text", marker: marker(idx)
     };
+  }
+  var byOp = {};
+  for (var i = 0; i < data.count; i++) (byOp[c.operation[i]] = byOp[c.operation[i]] || []).push(i);
+  var traces = Object.keys(byOp).map(function (op) {
+    return trace(op, byOp[op], function (idx) {
+      return { color: colours[op] || colours.unknown, size: idx.map(size), opacity: 0.8 };
+    });
   });
   if (data.tags.length) {
     traces.push({
       type: "scattergl", mode: "markers", name: "tags",
       x: data.tags.map(function (t) { return new Date(t.timestamp_ms); }),
-      y: data.tags.map(function (t) { return "tag: " + t.tag; }),
+      y: data.tags.map(function (t) { return data.lanes[t.lane]; }),
       customdata: data.tags.map(function (t) { return url(t.snapshot_id); }),
       text: data.tags.map(function (t) { return "tag " + t.tag + " → " + t.snapshot_id; }), hoverinfo: "text",
       marker: { symbol: "diamond", size: 11, color: "#0f766e" }
     });
   }
-  var current = data.points.filter(function (p) { return p.is_current; });
-  if (current.length) {
-    traces.push({
-      type: "scattergl", mode: "markers", name: "current",
-      x: current.map(function (p) { return new Date(p.timestamp_ms); }),
-      y: current.map(function (p) { return p.lane; }),
-      customdata: current.map(function (p) { return url(p.snapshot_id); }),
-      text: current.map(hover), hoverinfo: "text",
-      marker: { symbol: "star", size: 18, color: "rgba(0,0,0,0)", line: { color: "#111827", width: 2 } }
-    });
+  if (data.current !== null) {
+    traces.push(trace("current", [data.current], function () {
+      return { symbol: "star", size: 18, color: "rgba(0,0,0,0)", line: { color: "#111827", width: 2 } };
+    }));
   }
   var layout = {
     margin: { l: 110, r: 20, t: 10, b: 40 }, hovermode: "closest", showlegend: true,
@@ -65,10 +67,10 @@
 
   var totalsEl = document.getElementById("totals-chart");
   if (!totalsEl) return;
-  var xs = data.points.map(function (p) { return new Date(p.timestamp_ms); });
+  var xs = c.timestamp_ms.map(function (t) { return new Date(t); });
   function series(key, name, axis) {
     return { type: "scattergl", mode: "lines+markers", name: name, x: xs, yaxis: axis,
-             y: data.points.map(function (p) { return p[key]; }), marker: { size: 4 } };
+             y: c[key], marker: { size: 4 } };
   }
   Plotly.newPlot(totalsEl, [
     series("total_records", "records", "y"),
