@@ -323,11 +323,18 @@ def _timeline(table: OpenTable) -> dict[str, Any]:
             cols[key].append(_int_or_none(s.get(key.replace("_", "-"))))
         if row["is_current"]:
             current = i
+    if lanes.index("(no branch)") not in cols["lane"]:  # drop the lane when nobody is in it
+        gap = lanes.index("(no branch)")
+        lanes.pop(gap)
+        cols["lane"] = [lane - (lane > gap) for lane in cols["lane"]]
+    # Every ref's head is marked in its own lane (a branch sharing main's history has no
+    # points of its own, but still shows where it points).
     by_id = _by_id(table)
-    tag_points = [{"tag": n, "snapshot_id": str(md.refs[n].snapshot_id),
+    tag_points = [{"tag": n, "kind": "tag" if md.refs[n].is_tag else "branch",
+                   "snapshot_id": str(md.refs[n].snapshot_id),
                    "timestamp_ms": by_id[md.refs[n].snapshot_id].timestamp_ms,
-                   "lane": lanes.index(f"tag: {n}")}
-                  for n in tags if md.refs[n].snapshot_id in by_id]
+                   "lane": lanes.index(f"tag: {n}" if md.refs[n].is_tag else n)}
+                  for n in [*branches, *tags] if md.refs[n].snapshot_id in by_id]
     return {"columns": cols, "count": len(cols["snapshot_id"]), "current": current,
             "tags": tag_points, "lanes": lanes}
 

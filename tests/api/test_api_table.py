@@ -40,8 +40,20 @@ def api() -> APIClient:
     return client
 
 
+@pytest.fixture(scope="module")
+def _built(tmp_path_factory: pytest.TempPathFactory) -> HistoryTable:
+    """Written once per module: the tests that change files use ``fresh_history``."""
+    return write_history_table(tmp_path_factory.mktemp("warehouse"))
+
+
 @pytest.fixture
-def history(tmp_path: Path, settings) -> HistoryTable:  # type: ignore[no-untyped-def]
+def history(_built: HistoryTable, settings) -> HistoryTable:  # type: ignore[no-untyped-def]
+    settings.FLOE_WAREHOUSE = str(Path(_built.location).parent.parent)
+    return _built
+
+
+@pytest.fixture
+def fresh_history(tmp_path: Path, settings) -> HistoryTable:  # type: ignore[no-untyped-def]
     root = tmp_path / "warehouse"
     root.mkdir()
     settings.FLOE_WAREHOUSE = str(root)

@@ -32,8 +32,20 @@ def _fresh_table_caches() -> Iterator[None]:
     selectors_table.clear_table_caches()
 
 
+@pytest.fixture(scope="module")
+def _built(tmp_path_factory: pytest.TempPathFactory) -> HistoryTable:
+    """Written once per module: the tests that change files use ``fresh_history``."""
+    return write_history_table(tmp_path_factory.mktemp("warehouse"))
+
+
 @pytest.fixture
-def history(tmp_path: Path, settings) -> HistoryTable:  # type: ignore[no-untyped-def]
+def history(_built: HistoryTable, settings) -> HistoryTable:  # type: ignore[no-untyped-def]
+    settings.FLOE_WAREHOUSE = str(Path(_built.location).parent.parent)
+    return _built
+
+
+@pytest.fixture
+def fresh_history(tmp_path: Path, settings) -> HistoryTable:  # type: ignore[no-untyped-def]
     root = tmp_path / "warehouse"
     root.mkdir()
     settings.FLOE_WAREHOUSE = str(root)
@@ -109,7 +121,8 @@ def test_timeline_data_comes_from_summaries(client: Client, history: HistoryTabl
     dev = data["lanes"].index("dev")
     # dev points at the third snapshot, whose history is main's: it has no points of its own
     assert dev not in cols["lane"]
-    assert [t["tag"] for t in data["tags"]] == ["audit"]
+    assert [(t["tag"], t["kind"]) for t in data["tags"]] == [("main", "branch"), ("dev", "branch"), ("audit", "tag")]
+    assert "(no branch)" not in data["lanes"]
     assert data["current"] == len(rows) - 1 and rows[-1]["is_current"]
 
 
@@ -231,7 +244,8 @@ def test_bad_input(client: Client, history: HistoryTable, url: str, status: int,
     assert message in html
 
 
-def test_a_symlink_out_of_the_warehouse_is_refused(client: Client, history: HistoryTable, tmp_path: Path) -> None:
+def test_a_symlink_out_of_the_warehouse_is_refused(client: Client, fresh_history: HistoryTable, tmp_path: Path) -> None:
+    history = fresh_history
     outside = tmp_path / "outside"
     write_history_table(outside, "x", "secret")
     os.symlink(outside / "x" / "secret", Path(history.location).parent / "link")
@@ -239,7 +253,8 @@ def test_a_symlink_out_of_the_warehouse_is_refused(client: Client, history: Hist
     assert "outside the warehouse" in html
 
 
-def test_a_corrupt_manifest_names_the_broken_file(client: Client, history: HistoryTable) -> None:
+def test_a_corrupt_manifest_names_the_broken_file(client: Client, fresh_history: HistoryTable) -> None:
+    history = fresh_history
     md = _md(history)
     sid = history.snapshot_ids[-1]
     manifests = read_manifest_list(FileIO(), md.snapshot_by_id(sid).manifest_list)  # type: ignore[union-attr, arg-type]
@@ -248,6 +263,18 @@ def test_a_corrupt_manifest_names_the_broken_file(client: Client, history: Histo
     assert response.status_code == 422
     assert manifests[0].manifest_path in response.content.decode()
     assert client.get(BASE + f"diff/?from={history.snapshot_ids[0]}&to={sid}").status_code == 422
+    # the overview still renders; its health panel names the unreadable file
+    html = _html(client, BASE)
+    assert 'data-metric="unreadable"' in html and manifests[0].manifest_path in html
+
+
+def test_a_corrupt_manifest_list_names_the_broken_file(client: Client, fresh_history: HistoryTable) -> None:
+    md = _md(fresh_history)
+    snap = md.snapshot_by_id(fresh_history.snapshot_ids[1])
+    Path(snap.manifest_list).write_bytes(b"not avro")  # type: ignore[union-attr, arg-type]
+    response = client.get(BASE + f"snapshots/{snap.snapshot_id}/")  # type: ignore[union-attr]
+    assert response.status_code == 422
+    assert snap.manifest_list in response.content.decode()  # type: ignore[union-attr, operator]
 
 
 def test_table_list_links_rows_to_the_overview(client: Client, history: HistoryTable) -> None:

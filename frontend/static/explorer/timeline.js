@@ -42,11 +42,11 @@
   });
   if (data.tags.length) {
     traces.push({
-      type: "scattergl", mode: "markers", name: "tags",
+      type: "scattergl", mode: "markers", name: "refs",
       x: data.tags.map(function (t) { return new Date(t.timestamp_ms); }),
       y: data.tags.map(function (t) { return data.lanes[t.lane]; }),
       customdata: data.tags.map(function (t) { return url(t.snapshot_id); }),
-      text: data.tags.map(function (t) { return "tag " + t.tag + " → " + t.snapshot_id; }), hoverinfo: "text",
+      text: data.tags.map(function (t) { return t.kind + " " + t.tag + " → " + t.snapshot_id; }), hoverinfo: "text",
       marker: { symbol: "diamond", size: 11, color: "#0f766e" }
     });
   }
