@@ -30,6 +30,7 @@ from operator import itemgetter
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from floe import avro_schemas as S
+from floe import stats
 from floe.avro import AvroFile, read_avro, write_avro
 from floe.conversions import decimal_to_unscaled, unscaled_to_decimal
 from floe.errors import MetadataError, NotFound, ValidationError
@@ -256,6 +257,7 @@ def _named_types(schema: Any, out: dict[str, Any]) -> dict[str, Any]:
 
 def read_manifest_list(io: IO_, location: str) -> list[ManifestFile]:
     """Spec "Manifest Lists": every manifest of a snapshot, v1 values defaulted."""
+    stats.count_read(stats.MANIFEST_LIST)
     f = _load(io, location)
     try:
         return _manifest_files(f, location)
@@ -394,6 +396,7 @@ def read_manifest(
     ``added_snapshot_id`` (one that is not in a manifest list yet).
     """
     location = manifest.manifest_path
+    stats.count_read(stats.MANIFEST)
     f = _load(io, location, LAZY_STATS_FIELDS if lazy_stats else frozenset())
     try:
         return _entries(f, manifest, discard_deleted)
