@@ -3,6 +3,7 @@ floe.inspect's, bad input is a clear 400/404, a corrupt manifest names the file.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -280,3 +281,27 @@ def test_a_corrupt_manifest_list_names_the_broken_file(client: Client, fresh_his
 def test_table_list_links_rows_to_the_overview(client: Client, history: HistoryTable) -> None:
     html = _html(client, "/")
     assert f'href="{BASE}"' in html
+
+
+def test_a_truncated_manifest_names_the_broken_file(client: Client, fresh_history: HistoryTable) -> None:
+    md = _md(fresh_history)
+    sid = fresh_history.snapshot_ids[-1]
+    path = Path(read_manifest_list(FileIO(), md.snapshot_by_id(sid).manifest_list)[0].manifest_path)  # type: ignore[union-attr, arg-type]
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    response = client.get(BASE + f"snapshots/{sid}/manifests/0/")
+    assert response.status_code == 422
+    assert str(path) in response.content.decode()
+
+
+def test_metadata_pointing_outside_the_warehouse_is_not_read(client: Client, fresh_history: HistoryTable, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.avro"
+    secret.write_bytes(b"top secret")
+    metadata = Path(_md(fresh_history).location) / "metadata"
+    current = max(metadata.glob("v*.metadata.json"), key=lambda p: int(p.name[1:].split(".")[0]))
+    doc = json.loads(current.read_text())
+    doc["snapshots"][0]["manifest-list"] = str(secret)
+    current.write_text(json.dumps(doc))
+    sid = doc["snapshots"][0]["snapshot-id"]
+    response = client.get(BASE + f"snapshots/{sid}/")
+    assert response.status_code == 400
+    assert "outside the warehouse" in response.content.decode()
