@@ -18,13 +18,16 @@ plus the delete sets of the task being read.
 from __future__ import annotations
 
 import json
+import os
+import queue
 import struct
 from array import array
 import threading
 import uuid
 import zlib
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -32,6 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from floe.errors import FloeError, NotFound, ValidationError
+from floe.io import FileIO, local_path
 from floe.io.parquet import FIELD_ID_KEY, schema_to_arrow, to_arrow_type
 from floe.manifest import FileContent
 from floe.metadata import TableMetadata
@@ -235,6 +239,13 @@ def _identity_constants(spec: PartitionSpec | None, partition: Sequence[Any],
 
 
 def _open(io: Any, path: str, what: str) -> Any:
+    """A readable file; local files through Arrow's own (GIL-free, memory-mapped) IO."""
+    if type(io) is FileIO:
+        try:
+            return pa.memory_map(local_path(path), "r")
+        except FileNotFoundError:
+            raise NotFound(
+                f"{path}: {what} listed in the table's manifests does not exist") from None
     try:
         return io.open(path)
     except NotFound:
@@ -603,11 +614,12 @@ class ReadOptions:
 
 
 def read_task(io: Any, task: FileScanTask, options: ReadOptions,
-              residual: Callable[[pa.RecordBatch], pa.Array] | None = None
+              residual: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None
               ) -> Iterator[pa.RecordBatch]:
     """The rows of one task after deletes and the residual, as batches of the output schema.
 
-    ``residual`` maps a batch of the read schema to a boolean mask (null = unknown: dropped).
+    ``residual`` filters a batch of the read schema (rows where it is null are dropped); its
+    ``field_ids`` attribute names the columns it needs.
     """
     df = task.data_file
     md = options.md
@@ -635,13 +647,11 @@ def read_task(io: Any, task: FileScanTask, options: ReadOptions,
         for ids, keys in eq:
             hit = _eq_deleted(batch, ids, keys, index)
             deleted = hit if deleted is None else pc.or_(deleted, hit)
-        keep = None if deleted is None else pc.invert(deleted)
-        if residual is not None:
-            r = pc.fill_null(residual(batch), False)
-            keep = r if keep is None else pc.and_(keep, r)
         row += n
-        if keep is not None:
-            batch = batch.filter(keep)
+        if deleted is not None:
+            batch = batch.filter(pc.invert(deleted))
+        if residual is not None and batch.num_rows:
+            batch = residual(batch)
         if trim:
             batch = pa.RecordBatch.from_arrays([batch.column(c) for c in out_names],
                                                schema=options.output_arrow)
@@ -650,18 +660,93 @@ def read_task(io: Any, task: FileScanTask, options: ReadOptions,
 
 
 def read_plan(io: Any, plan: ScanPlan, columns: Sequence[str] | None = None,
-              batch_size: int = DEFAULT_BATCH_SIZE) -> Iterator[pa.RecordBatch]:
-    """Every row of a planned scan, as record batches of the selected columns."""
+              batch_size: int = DEFAULT_BATCH_SIZE, threads: int | None = None
+              ) -> Iterator[pa.RecordBatch]:
+    """Every row of a planned scan, as record batches of the selected columns, in task order.
+
+    Up to ``threads`` tasks (default: the number of cores, at most 8) are read at once;
+    Parquet decoding and Arrow compute release the GIL. Each reader thread hands over at
+    most :data:`QUEUE_BATCHES` batches ahead, so memory stays bounded by
+    ``threads * QUEUE_BATCHES`` batches plus the delete sets of the tasks in flight.
+    """
     options = ReadOptions(plan.metadata, plan.schema, columns, plan.case_sensitive, batch_size)
     from floe.scan import _expr
 
-    residuals: dict[str, Callable[[pa.RecordBatch], pa.Array] | None] = {}
-    for task in plan.tasks:
+    residuals: dict[str, Callable[[pa.RecordBatch], pa.RecordBatch] | None] = {}
+
+    def residual_of(task: FileScanTask) -> Callable[[pa.RecordBatch], pa.RecordBatch] | None:
         key = str(task.residual)
         if key not in residuals:
-            residuals[key] = None if task.residual is None else \
-                _expr.arrow_filter(task.residual, plan.schema, plan.case_sensitive)
-        yield from read_task(io, task, options, residuals[key])
+            residuals[key] = _expr.arrow_residual(task.residual, plan.schema,
+                                                  plan.case_sensitive)
+        return residuals[key]
+
+    n = threads if threads is not None else min(8, os.cpu_count() or 1)
+    if n <= 1 or len(plan.tasks) <= 1:
+        for task in plan.tasks:
+            yield from read_task(io, task, options, residual_of(task))
+        return
+    for task in plan.tasks:  # compile residuals here: the dict is not shared with threads
+        residual_of(task)
+    yield from _read_parallel(io, plan.tasks, options, residual_of, n)
+
+
+QUEUE_BATCHES = 4
+_DONE = object()
+
+
+def _read_parallel(io: Any, tasks: Sequence[FileScanTask], options: ReadOptions,
+                   residual_of: Callable[[FileScanTask], Any], threads: int
+                   ) -> Iterator[pa.RecordBatch]:
+    stop = threading.Event()
+
+    def produce(task: FileScanTask, q: queue.Queue[Any]) -> None:
+        try:
+            for batch in read_task(io, task, options, residual_of(task)):
+                while not stop.is_set():
+                    try:
+                        q.put(batch, timeout=0.05)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            item: Any = _DONE
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer, re-raised there
+            item = e
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.05)
+                return
+            except queue.Full:
+                continue
+
+    pending: deque[queue.Queue[Any]] = deque()
+    todo = iter(tasks)
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="floe-read") as pool:
+
+        def start() -> None:
+            task = next(todo, None)
+            if task is not None:
+                q: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_BATCHES)
+                pool.submit(produce, task, q)
+                pending.append(q)
+
+        try:
+            for _ in range(threads):
+                start()
+            while pending:
+                q = pending.popleft()
+                while True:
+                    item = q.get()
+                    if item is _DONE:
+                        break
+                    if isinstance(item, BaseException):
+                        raise item
+                    yield item
+                start()
+        finally:
+            stop.set()
 
 
 def plan_to_table(io: Any, plan: ScanPlan, columns: Sequence[str] | None = None) -> pa.Table:
