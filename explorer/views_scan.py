@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import plotly
 from django.conf import settings
 from django.core.paginator import Paginator
-from django.http import FileResponse, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import path
-from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_GET
 
 from explorer import selectors
@@ -27,7 +24,6 @@ from explorer.auth import read_access_required
 from floe.errors import ValidationError
 from floe.partition_stats import size_histogram
 
-PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 SKEW_BARS = 30
 
 
@@ -221,13 +217,6 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-@require_GET
-@cache_control(max_age=86_400, public=True)
-def plotly_js(request: HttpRequest) -> FileResponse:
-    """plotly.js from the plotly package, served locally (no CDN)."""
-    return FileResponse(PLOTLY_JS.open("rb"), content_type="text/javascript")
-
-
 _table = "catalogs/<str:catalog>/namespaces/<str:ns>/tables/<str:table>/"
 
 scan_patterns = (
@@ -235,7 +224,6 @@ scan_patterns = (
         path(_table + "partitions/", partitions, name="partitions"),
         path(_table + "plan/", plan, name="plan"),
         path(_table + "preview/", preview, name="preview"),
-        path("vendor/plotly.min.js", plotly_js, name="plotly_js"),
     ],
     "scan",
 )

@@ -47,7 +47,7 @@ def table_overview(request: HttpRequest, catalog: str, ns: str, table: str) -> H
     url = reverse("table:snapshot", kwargs={"catalog": catalog, "ns": ns, "table": table, "snapshot_id": 0})
     return render(request, "explorer/table_overview.html", _context(
         t, overview=st.table_overview(table=t), health=st.table_health_get(table=t),
-        timeline=timeline, snapshot_url=url.replace("/0/", "/{id}/"), plotly_version=PLOTLY_VERSION,
+        timeline=timeline, snapshot_url=url.replace("/0/", "/{id}/"),
     ))
 
 
