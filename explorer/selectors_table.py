@@ -389,10 +389,9 @@ def snapshot_parents(*, table: OpenTable, snapshot_id: int, limit: int = PARENT_
 def snapshot_manifests(*, table: OpenTable, snapshot_id: int) -> list[dict[str, Any]]:
     """``floe manifests`` rows (floe.inspect.manifest_rows), cached by manifest-list path."""
     snap = snapshot_get(table=table, snapshot_id=snapshot_id)
-    _manifest_list(table, snap)  # checks the location and warms the cache
     return _manifest_rows.get_or_load(  # type: ignore[no-any-return]
         f"{table.metadata_location}\0{snap.manifest_list}",
-        lambda _: inspect.manifest_rows(_io, table.metadata, snap),
+        lambda _: inspect.manifest_rows(_io, table.metadata, snap, _manifest_list(table, snap)),
         settings.FLOE_METADATA_CACHE_SIZE)
 
 

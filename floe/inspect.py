@@ -149,12 +149,18 @@ def _bound_json(field: NestedField, raw: bytes | None) -> Any:
     return conversions.to_json_value(t, conversions.from_bytes(t, raw))
 
 
-def manifest_rows(io: FileIO, md: TableMetadata, snapshot: Snapshot | None) -> list[dict[str, Any]]:
-    """The manifest list of a snapshot with counts and decoded partition summaries."""
+def manifest_rows(
+    io: FileIO, md: TableMetadata, snapshot: Snapshot | None,
+    manifests: list[ManifestFile] | None = None,
+) -> list[dict[str, Any]]:
+    """The manifest list of a snapshot with counts and decoded partition summaries.
+
+    ``manifests``: the snapshot's manifest list when the caller has it decoded already.
+    """
     if snapshot is None:
         return []
     rows = []
-    for m in _manifests(io, snapshot):
+    for m in manifests if manifests is not None else _manifests(io, snapshot):
         spec = md.spec_by_id(m.partition_spec_id)
         ptype = partition_type_for(md, spec) if spec is not None else StructType()
         summaries = []
