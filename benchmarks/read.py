@@ -10,8 +10,8 @@ reports rows per second of rows returned (wall time in the child, imports exclud
 PyIceberg cannot apply equality deletes, so it reads snapshot A only. DuckDB runs in the
 iceberg-oracle's Python (``--duckdb-python``, default: what
 ``../shared/tools/iceberg-oracle/setup`` prints) with the oracle's locally installed
-extensions, and streams ``SELECT *`` out as Arrow record batches, like floe's reader. The table is kept under ``--dir`` (default
-``benchmarks/.cache``).
+extensions, and streams ``SELECT *`` out as Arrow record batches, like floe's reader.
+The table is kept under ``--dir`` (default ``benchmarks/.cache``).
 
 Usage: ``python benchmarks/read.py [--files 8] [--rows 1000000] [--runs 3]``.
 """
