@@ -274,13 +274,14 @@ def main() -> None:
                 print(f"  {total:>9,} {kind:<5} {name:<17} {_fmt(res)}", file=sys.stderr)
     print()
     print(f"{'files':>9}  {'plan':<5}  {'engine':<17}  {'cold s':>8}  {'warm s':>8}  "
-          f"{'gc s':>6}  {'tasks':>9}  {'files/s cold':>12}")
+          f"{'gc s':>6}  {'tasks':>9}  {'files/s cold':>12}  {'manifests opened':>16}")
     for total, kind, name, res in rows:
         if "error" in res:
             print(f"{total:>9,}  {kind:<5}  {name:<17}  error: {res['error']}")
             continue
         print(f"{total:>9,}  {kind:<5}  {name:<17}  {res['cold']:>8.2f}  {res['warm']:>8.2f}  "
-              f"{res['gc']:>6.2f}  {res['tasks']:>9,}  {total / res['cold']:>12,.0f}")
+              f"{res['gc']:>6.2f}  {res['tasks']:>9,}  {total / res['cold']:>12,.0f}  "
+              f"{res.get('manifests_opened', ''):>16}")
 
 
 def _fmt(res: dict[str, Any]) -> str:

@@ -310,9 +310,9 @@ def _orc_batches(io: Any, path: str, md: TableMetadata | None, read_schema: Sche
     fschema = file_schema_with_ids(f.schema, md, path)
     proj = _Projection(fschema, read_schema, constants, path)
     for stripe in range(f.nstripes):
-        b = f.read_stripe(stripe, columns=proj.columns or None)
-        for chunk in b.to_batches(batch_size):
-            yield proj.apply(chunk)
+        stripe_batch = f.read_stripe(stripe, columns=proj.columns or None)
+        for start in range(0, stripe_batch.num_rows, batch_size):
+            yield proj.apply(stripe_batch.slice(start, batch_size))
 
 
 def _avro_batches(io: Any, path: str, read_schema: Schema, constants: dict[int, Any],

@@ -290,3 +290,36 @@ def test_deletion_vector_applied(tmp_path: Path, ten_rows: str) -> None:
                   referenced_data_file=ten_rows, content_offset=4, content_size_in_bytes=len(blob))
     rows = _read(SCHEMA, _task(ten_rows, 10, (DeleteFile(df, 2, 0),)), batch_size=4)
     assert [r["id"] for r in rows] == [1, 2, 3, 4, 6, 7, 8]
+
+
+# -- other data file formats -------------------------------------------------------------------
+
+
+def test_avro_data_file_by_field_id(tmp_path: Path) -> None:
+    import fastavro
+
+    schema = {"type": "record", "name": "r", "fields": [
+        {"name": "old_name", "type": ["null", "string"], "default": None, "field-id": 2},
+        {"name": "a", "type": "int", "field-id": 1},
+    ]}
+    path = tmp_path / "data.avro"
+    with open(path, "wb") as fh:
+        fastavro.writer(fh, schema, [{"a": 1, "old_name": "x"}, {"a": 2, "old_name": None}])
+    df = DataFile(FileContent.DATA, str(path), "AVRO", (), 2, 1)
+    task = FileScanTask(df, (), None, 0, 1)
+    ice = Schema(NestedField(1, "a", LONG), NestedField(2, "b", STRING),
+                 NestedField(3, "c", STRING))
+    assert _read(ice, task) == [{"a": 1, "b": "x", "c": None}, {"a": 2, "b": None, "c": None}]
+
+
+def test_orc_data_file_through_a_name_mapping(tmp_path: Path) -> None:
+    import pyarrow.orc as orc
+
+    path = tmp_path / "data.orc"
+    orc.write_table(pa.table({"id": pa.array([1, 2], pa.int64()), "s": ["a", "b"]}), str(path))
+    mapping = [{"field-id": 1, "names": ["id"]}, {"field-id": 2, "names": ["s"]}]
+    md = SimpleNamespace(properties={NAME_MAPPING_PROPERTY: json.dumps(mapping)},
+                         spec_by_id=lambda _: None, schemas=[])
+    df = DataFile(FileContent.DATA, str(path), "ORC", (), 2, 1)
+    rows = _read(SCHEMA, FileScanTask(df, (), None, 0, 1), md)
+    assert rows == [{"id": 1, "cat": "a"}, {"id": 2, "cat": "b"}]
