@@ -10,6 +10,7 @@ decode and send the live entries back pickled. Whether that pays depends on the 
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import os
 import struct
 import threading
@@ -241,6 +242,14 @@ def _estimate(m: ManifestFile) -> int:
         (m.deleted_files_count or 0)
 
 
+def _may_fork() -> bool:
+    """Daemonic processes (a Celery prefork worker) cannot have children;
+    ``FLOE_PLAN_PROCESSES=0`` turns worker processes off."""
+    if os.environ.get("FLOE_PLAN_PROCESSES", "").strip() == "0":
+        return False
+    return not multiprocessing.current_process().daemon
+
+
 def _read_in_processes(io: Any, manifests: Sequence[ManifestFile], missing: list[int],
                        out: list[list[ManifestEntry] | None], cpus: int) -> None:
     """Workers decode part of the manifests while this process decodes its own share.
@@ -295,7 +304,7 @@ def read_live_entries(
             out[i] = got
     cpus = os.cpu_count() or 1
     if processes is None:
-        processes = cpus > 1 and len(missing) > 1 and \
+        processes = cpus > 1 and len(missing) > 1 and _may_fork() and \
             sum(_estimate(manifests[i]) for i in missing) >= PROCESS_MIN_ENTRIES
     if processes and len(missing) > 1:
         _read_in_processes(io, manifests, missing, out, cpus)
