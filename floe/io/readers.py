@@ -524,6 +524,16 @@ def _field_anywhere(md: TableMetadata | None, schema: Schema, fid: int) -> Neste
     raise ValidationError(f"equality delete field id {fid} is in no schema of the table")
 
 
+def _equality_schema(md: TableMetadata | None, schema: Schema, ids: tuple[int, ...]
+                     ) -> Schema:
+    """The equality columns, nested in their structs like Java writes delete files."""
+    for s in [schema, *sorted(md.schemas if md else [], key=lambda s: -s.schema_id)]:
+        names = [s.find_column_name(i) for i in ids]
+        if all(n is not None for n in names):
+            return s.select(*[n for n in names if n is not None])
+    return Schema(*[_field_anywhere(md, schema, i) for i in ids])
+
+
 def _equality_deletes(io: Any, task: FileScanTask, md: TableMetadata | None, schema: Schema,
                       cache: DeleteCache) -> list[tuple[tuple[int, ...], pa.Table]]:
     """Per set of equality field ids: the delete keys of every applicable file."""
@@ -534,22 +544,48 @@ def _equality_deletes(io: Any, task: FileScanTask, md: TableMetadata | None, sch
         ids = tuple(d.data_file.equality_ids or ())
         if not ids:
             raise ValidationError(f"{d.path}: equality delete file without equality ids")
-        eq_schema = Schema(*[_field_anywhere(md, schema, i) for i in ids])
+        eq_schema = _equality_schema(md, schema, ids)
 
-        def load(d: DeleteFile = d, eq_schema: Schema = eq_schema) -> pa.Table:
-            batches = list(_file_batches(io, d.path, _format(d.data_file), md, eq_schema, {},
-                                         DEFAULT_BATCH_SIZE, "equality delete file"))
-            return pa.Table.from_batches(batches, schema=schema_to_arrow(eq_schema))
+        def load(d: DeleteFile = d, eq_schema: Schema = eq_schema, ids: tuple[int, ...] = ids
+                 ) -> pa.Table:
+            batches = _file_batches(io, d.path, _format(d.data_file), md, eq_schema, {},
+                                    DEFAULT_BATCH_SIZE, "equality delete file")
+            flat = [pa.table([_column(b, eq_schema, i) for i in ids],
+                             names=[str(i) for i in ids]) for b in batches]
+            if not flat:
+                return pa.table([pa.array([], to_arrow_type(eq_schema.find_type(i)))
+                                 for i in ids], names=[str(i) for i in ids])
+            return pa.concat_tables(flat)
 
         groups.setdefault(ids, []).append(cache.get_or_load((d.path, ids), load))
     return [(ids, pa.concat_tables(tables)) for ids, tables in groups.items()]
 
 
+def _column(batch: pa.RecordBatch, schema: Schema, fid: int) -> pa.Array:
+    """The values of field ``fid`` (top-level or inside structs) of a batch of ``schema``.
+
+    A null parent struct makes the value null, as Java's struct accessors do."""
+    path = [fid]
+    while (parent := schema.parent_id(path[-1])) is not None:
+        path.append(parent)
+    path.reverse()
+    top = [f.field_id for f in schema.fields].index(path[0])
+    arr = batch.column(top)
+    struct = schema.find_field(path[0]).field_type
+    for child in path[1:]:
+        if not isinstance(struct, StructType):
+            raise ValidationError(f"field id {fid} is inside a list or map: not an equality key")
+        i = [f.field_id for f in struct.fields].index(child)
+        arr = pc.struct_field(arr, [i])
+        struct = struct.fields[i].field_type
+    return arr
+
+
 def _eq_deleted(batch: pa.RecordBatch, ids: tuple[int, ...], keys: pa.Table,
-                positions: dict[int, int]) -> pa.Array:
+                schema: Schema) -> pa.Array:
     """Boolean mask of rows whose equality columns match a delete key (null matches null)."""
     if len(ids) == 1:
-        col = batch.column(positions[ids[0]])
+        col = _column(batch, schema, ids[0])
         return pc.fill_null(pc.is_in(col, value_set=keys.column(0).combine_chunks(),
                                      skip_nulls=False), False)
     n = batch.num_rows
@@ -558,7 +594,7 @@ def _eq_deleted(batch: pa.RecordBatch, ids: tuple[int, ...], keys: pa.Table,
     right: dict[str, Any] = {}
     names = []
     for k, fid in enumerate(ids):
-        lcol = batch.column(positions[fid])
+        lcol = _column(batch, schema, fid)
         rcol = keys.column(k).combine_chunks()
         left[f"n{k}"] = lcol.is_null()
         right[f"n{k}"] = rcol.is_null()
@@ -630,7 +666,6 @@ def read_task(io: Any, task: FileScanTask, options: ReadOptions,
     read_schema = options.read_schema(eq_ids | residual_ids)
     spec = md.spec_by_id(task.spec_id) if md is not None else None
     constants = _identity_constants(spec, df.partition, read_schema)
-    index = {f.field_id: i for i, f in enumerate(read_schema.fields)}
     out_names = [f.name for f in options.output.fields]
     trim = read_schema is not options.output
     deleted_rows = None if positions is None else _deleted_mask(positions, df.record_count)
@@ -645,7 +680,7 @@ def read_task(io: Any, task: FileScanTask, options: ReadOptions,
                                       f"record_count {df.record_count}")
             deleted = deleted_rows.slice(row, n)
         for ids, keys in eq:
-            hit = _eq_deleted(batch, ids, keys, index)
+            hit = _eq_deleted(batch, ids, keys, read_schema)
             deleted = hit if deleted is None else pc.or_(deleted, hit)
         row += n
         if deleted is not None:

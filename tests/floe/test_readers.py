@@ -323,3 +323,18 @@ def test_orc_data_file_through_a_name_mapping(tmp_path: Path) -> None:
     df = DataFile(FileContent.DATA, str(path), "ORC", (), 2, 1)
     rows = _read(SCHEMA, FileScanTask(df, (), None, 0, 1), md)
     assert rows == [{"id": 1, "cat": "a"}, {"id": 2, "cat": "b"}]
+
+
+def test_equality_delete_on_a_struct_field(tmp_path: Path) -> None:
+    st = pa.struct([_f("k", pa.int64(), 3)])
+    path = _write(tmp_path / "s.parquet", pa.table(
+        [pa.array([1, 2, 3], pa.int64()), pa.array([{"k": 5}, None, {"k": 6}], st)],
+        schema=pa.schema([_f("id", pa.int64(), 1), _f("s", st, 2)])))
+    ice = Schema(NestedField(1, "id", LONG),
+                 NestedField(2, "s", StructType(NestedField(3, "k", LONG))))
+    # Java writes the equality columns nested in their structs
+    dpath = _write(tmp_path / "d.parquet", pa.table(
+        [pa.array([{"k": 6}, {"k": None}], st)], schema=pa.schema([_f("s", st, 2)])))
+    d = DeleteFile(DataFile(FileContent.EQUALITY_DELETES, dpath, "PARQUET", (), 2, 1,
+                            equality_ids=[3]), 2, 0)
+    assert [r["id"] for r in _read(ice, _task(path, 3, (d,)), columns=["id"])] == [1]
