@@ -25,6 +25,7 @@ from array import array
 import threading
 import uuid
 import zlib
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -414,12 +415,35 @@ def _position_deletes(io: Any, task: FileScanTask, md: TableMetadata | None,
     return pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
 
 
-def _deleted_mask(positions: pa.Array, rows: int) -> pa.Array:
-    """A boolean per row of the file: deleted by position."""
-    if rows <= 0:
-        return pa.array([], pa.bool_())
-    index = pc.subtract(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), rows)), 1)
-    return pc.is_in(index, value_set=positions)
+class _PositionMask:
+    """Deleted-row masks per batch from the (sorted, unique) deleted positions of a file.
+
+    Each batch probes only the positions that fall in its row range, so the hash set built
+    per batch is small and no file-sized index array is made.
+    """
+
+    def __init__(self, positions: pa.Array) -> None:
+        self.positions = pc.unique(positions).sort() if len(positions) else positions
+        self.values = self.positions.to_pylist()
+        self.cursor = 0
+        self._index: pa.Array | None = None
+
+    def _arange(self, n: int) -> pa.Array:
+        if self._index is None or len(self._index) < n:
+            self._index = pc.subtract(
+                pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), n)), 1)
+        return self._index.slice(0, n)
+
+    def for_rows(self, row: int, n: int) -> pa.Array | None:
+        lo = bisect_left(self.values, row, self.cursor)
+        hi = bisect_left(self.values, row + n, lo)
+        self.cursor = hi
+        if hi == lo:
+            return None
+        if hi - lo == n:
+            return pa.repeat(pa.scalar(True), n)
+        local = pc.subtract(self.positions.slice(lo, hi - lo), row)
+        return pc.is_in(self._arange(n), value_set=local)
 
 
 _DV_MAGIC = b"\xd1\xd3\x39\x64"
@@ -581,11 +605,41 @@ def _column(batch: pa.RecordBatch, schema: Schema, fid: int) -> pa.Array:
     return arr
 
 
+class _SortedKeys:
+    """The keys of a one-column equality delete, sorted: each batch probes only the keys
+    between its own minimum and maximum (a small hash set instead of all keys)."""
+
+    def __init__(self, keys: pa.Array) -> None:
+        self.has_null = keys.null_count > 0
+        self.sorted = pc.unique(keys.drop_null()).sort()
+        self.values = self.sorted.to_pylist()
+
+    @staticmethod
+    def usable(t: pa.DataType) -> bool:
+        return (pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_string(t)
+                or pa.types.is_large_string(t) or pa.types.is_date(t)
+                or pa.types.is_timestamp(t) or pa.types.is_time(t))
+
+    def deleted(self, col: pa.Array) -> pa.Array:
+        nulls = col.is_null() if self.has_null else None
+        mm = pc.min_max(col)
+        lo_v, hi_v = mm["min"].as_py(), mm["max"].as_py()
+        if lo_v is None:  # every value is null
+            return nulls if nulls is not None else pa.repeat(pa.scalar(False), len(col))
+        lo = bisect_left(self.values, lo_v)
+        hi = bisect_right(self.values, hi_v, lo)
+        hit = pc.fill_null(pc.is_in(col, value_set=self.sorted.slice(lo, hi - lo)), False) \
+            if hi > lo else pa.repeat(pa.scalar(False), len(col))
+        return hit if nulls is None else pc.or_(hit, nulls)
+
+
 def _eq_deleted(batch: pa.RecordBatch, ids: tuple[int, ...], keys: pa.Table,
-                schema: Schema) -> pa.Array:
+                schema: Schema, sorted_keys: _SortedKeys | None = None) -> pa.Array:
     """Boolean mask of rows whose equality columns match a delete key (null matches null)."""
     if len(ids) == 1:
         col = _column(batch, schema, ids[0])
+        if sorted_keys is not None:
+            return sorted_keys.deleted(col)
         return pc.fill_null(pc.is_in(col, value_set=keys.column(0).combine_chunks(),
                                      skip_nulls=False), False)
     n = batch.num_rows
@@ -660,27 +714,26 @@ def read_task(io: Any, task: FileScanTask, options: ReadOptions,
     df = task.data_file
     md = options.md
     positions = _position_deletes(io, task, md, options.delete_cache)
-    eq = _equality_deletes(io, task, md, options.schema, options.delete_cache)
+    eq = [(ids, keys, _SortedKeys(keys.column(0).combine_chunks())
+           if len(ids) == 1 and _SortedKeys.usable(keys.schema.field(0).type) else None)
+          for ids, keys in _equality_deletes(io, task, md, options.schema, options.delete_cache)]
     residual_ids = set(getattr(residual, "field_ids", ()) or ())
-    eq_ids = {i for ids, _ in eq for i in ids}
+    eq_ids = {i for ids, _, _ in eq for i in ids}
     read_schema = options.read_schema(eq_ids | residual_ids)
     spec = md.spec_by_id(task.spec_id) if md is not None else None
     constants = _identity_constants(spec, df.partition, read_schema)
     out_names = [f.name for f in options.output.fields]
     trim = read_schema is not options.output
-    deleted_rows = None if positions is None else _deleted_mask(positions, df.record_count)
+    position_mask = None if positions is None else _PositionMask(positions)
     row = 0
     for batch in _file_batches(io, df.file_path, _format(df), md, read_schema, constants,
                                options.batch_size):
         n = batch.num_rows
         deleted: pa.Array | None = None
-        if deleted_rows is not None:
-            if row + n > len(deleted_rows):
-                raise ValidationError(f"{df.file_path}: the data file has more rows than its "
-                                      f"record_count {df.record_count}")
-            deleted = deleted_rows.slice(row, n)
-        for ids, keys in eq:
-            hit = _eq_deleted(batch, ids, keys, read_schema)
+        if position_mask is not None:
+            deleted = position_mask.for_rows(row, n)
+        for ids, keys, sorted_keys in eq:
+            hit = _eq_deleted(batch, ids, keys, read_schema, sorted_keys)
             deleted = hit if deleted is None else pc.or_(deleted, hit)
         row += n
         if deleted is not None:
