@@ -1,0 +1,236 @@
+"""Explorer latency on the 10k-snapshot / 1M-file table: p50 / p95 of the main pages and API
+endpoints, cold and warm, against the targets of issue 4 (p95 ≤ 150 ms warm, ≤ 2 s cold).
+
+Builds the table with ``benchmarks/big_table.py`` (reused when already built, see its stamp
+file) into ``<dir>/warehouse/bench/big``, then times requests through Django's test client
+(the whole Django stack — middleware, views, templates, DRF — without a socket):
+
+- **cold**: the first request of a URL in a fresh Python process with Django set up (every
+  cache of the explorer and of floe empty; the OS page cache is warm, as on a server that
+  has read the files before), ``--cold-runs`` processes per URL;
+- **warm**: the same URL repeated ``--warm-runs`` times in one process after one warm-up.
+
+It also prints how many manifests and manifest lists the cold request decoded
+(:mod:`floe.stats`). Usage::
+
+    python benchmarks/web.py [--dir DIR] [--snapshots N --files M]
+                             [--cold-runs 5] [--warm-runs 30] [--only NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(ROOT), str(HERE)]
+
+from big_table import NAMESPACE, TABLE, build_big_table  # noqa: E402
+
+WARM_TARGET_MS = 150.0
+#: Pages that read every manifest of a snapshot by design (timed with one cold process).
+HEAVY = "*"
+COLD_TARGET_MS = 2000.0
+
+
+def _setup(warehouse: str, var_dir: str) -> None:
+    os.environ["FLOE_WAREHOUSE"] = warehouse
+    os.environ["FLOE_VAR_DIR"] = var_dir
+    os.environ.setdefault("FLOE_ALLOW_ANONYMOUS", "true")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "explorer.settings")
+    import django
+
+    django.setup()
+
+
+def _client() -> Any:
+    from django.test import Client
+
+    return Client(HTTP_HOST="localhost")
+
+
+def _request(client: Any, url: str) -> tuple[float, int, dict[str, int]]:
+    """Milliseconds, status, files decoded."""
+    from floe import stats
+
+    stats.reset()
+    t0 = time.perf_counter()
+    response = client.get(url)
+    if getattr(response, "streaming", False):
+        b"".join(response.streaming_content)
+    else:
+        _ = response.content
+    ms = (time.perf_counter() - t0) * 1000
+    return ms, response.status_code, stats.reads()
+
+
+def pages(warehouse: str) -> list[tuple[str, str]]:
+    """(name, URL) of the pages and endpoints timed."""
+    from floe.catalog.filesystem import FileSystemCatalog
+
+    md = FileSystemCatalog("local", warehouse).load_table(f"{NAMESPACE}.{TABLE}").metadata
+    current = md.current_snapshot()
+    assert current is not None and current.parent_snapshot_id is not None
+    sid, parent = current.snapshot_id, current.parent_snapshot_id
+    mid = md.snapshots[len(md.snapshots) // 2].snapshot_id
+    base = f"/catalogs/local/namespaces/{NAMESPACE}/tables/{TABLE}/"
+    api = f"/api/catalogs/local/namespaces/{NAMESPACE}/tables/{TABLE}/"
+    last_day = time.strftime("%Y-%m-%d", time.gmtime(current.timestamp_ms / 1000 - 86_400))
+    recent = f"ts >= TIMESTAMP '{last_day} 00:00:00'"
+    return [
+        ("table list", "/"),
+        ("overview + timeline", base),
+        ("snapshots p1", base + "snapshots/"),
+        ("snapshots p100", base + "snapshots/?page=100"),
+        ("snapshot (current)", base + f"snapshots/{sid}/"),
+        ("snapshot (middle)", base + f"snapshots/{mid}/"),
+        ("manifest p1", base + f"snapshots/{sid}/manifests/0/"),
+        ("manifest sorted", base + f"snapshots/{sid}/manifests/0/?sort=-record_count"),
+        ("file", base + f"snapshots/{sid}/manifests/0/files/0/"),
+        ("history", base + "history/"),
+        ("diff (parent→current)", base + f"diff/?from={parent}&to={sid}"),
+        ("plan (last day)", base + "plan/?" + _q({"filter": recent})),
+        (HEAVY + "partitions", base + "partitions/"),
+        ("api detail", api),
+        ("api snapshots", api + "snapshots/"),
+        ("api snapshot", api + f"snapshots/{sid}/"),
+        ("api manifests", api + f"snapshots/{sid}/manifests/"),
+        ("api files p1", api + f"snapshots/{sid}/files/"),
+        ("api files p10000", api + f"snapshots/{sid}/files/?page=10000"),
+        ("api history", api + "history/"),
+        ("api plan (last day)", api + "plan/?" + _q({"filter": recent})),
+    ]
+
+
+def _q(params: dict[str, str]) -> str:
+    from urllib.parse import urlencode
+
+    return urlencode(params)
+
+
+def _pct(samples: list[float], p: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(samples)
+    k = max(0, min(len(ordered) - 1, int(round(p / 100 * len(ordered) + 0.5)) - 1))
+    return ordered[k]
+
+
+def _child(warehouse: str, var_dir: str, url: str) -> None:
+    """One cold request in this fresh process; prints a JSON line."""
+    _setup(warehouse, var_dir)
+    ms, status, reads = _request(_client(), url)
+    print(json.dumps({"ms": ms, "status": status, "reads": reads}))
+
+
+def _cold(warehouse: str, var_dir: str, url: str, runs: int) -> tuple[list[float], dict[str, int], int]:
+    samples: list[float] = []
+    reads: dict[str, int] = {}
+    status = 0
+    for _ in range(runs):
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", url, "--dir", str(Path(warehouse).parent)],
+            capture_output=True, text=True, check=True, cwd=ROOT,
+        ).stdout.strip().splitlines()[-1]
+        got = json.loads(out)
+        samples.append(got["ms"])
+        reads, status = got["reads"], got["status"]
+    return samples, reads, status
+
+
+def _warm(client: Any, url: str, runs: int) -> tuple[list[float], dict[str, int]]:
+    _request(client, url)
+    samples, last = [], {}
+    for _ in range(runs):
+        ms, _, last = _request(client, url)
+        samples.append(ms)
+    return samples, last
+
+
+def _metadata_floor(warehouse: str) -> None:
+    """What every cold request pays first: parsing the table's metadata file."""
+    from explorer.selectors import current_metadata_location
+    from floe.metadata import parse_metadata
+
+    location = current_metadata_location(os.path.join(warehouse, NAMESPACE, TABLE))
+    with open(location, "rb") as f:
+        data = f.read()
+    t0 = time.perf_counter()
+    parse_metadata(data, location)
+    ms = (time.perf_counter() - t0) * 1000
+    print(f"metadata file: {len(data) / 1e6:.1f} MB, parsed in {ms:.0f} ms (part of every cold "
+          "request)")
+
+
+def _fmt_reads(reads: dict[str, int]) -> str:
+    return f"{reads.get('manifest', 0)}/{reads.get('manifest_list', 0)}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    p.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "floe-bench"),
+                   help="where the warehouse and the benchmark's database live")
+    p.add_argument("--snapshots", type=int, default=10_000)
+    p.add_argument("--files", type=int, default=1_000_000)
+    p.add_argument("--cold-runs", type=int, default=5)
+    p.add_argument("--warm-runs", type=int, default=30)
+    p.add_argument("--only", nargs="*", default=None, help="page names to time (substrings)")
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    warehouse = os.path.join(args.dir, "warehouse")
+    var_dir = os.path.join(args.dir, "var")
+    if args.child:
+        _child(warehouse, var_dir, args.child)
+        return 0
+
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    build_big_table(os.path.join(warehouse, NAMESPACE, TABLE), args.snapshots, args.files,
+                    timings=timings)
+    built = time.perf_counter() - t0
+    print(f"table: {args.snapshots:,} snapshots, {args.files:,} files "
+          + (f"built in {built:.1f} s" if timings else "(cached)"))
+    _setup(warehouse, var_dir)
+    from django.core.management import call_command
+
+    os.makedirs(var_dir, exist_ok=True)
+    call_command("migrate", interactive=False, verbosity=0)
+    client = _client()
+    _metadata_floor(warehouse)
+    todo = [(n, u) for n, u in pages(warehouse)
+            if args.only is None or any(o in n for o in args.only)]
+
+    header = (f"{'page':<24} {'cold p50':>9} {'cold p95':>9} {'warm p50':>9} {'warm p95':>9}"
+              f"  {'reads m/l':>9}  {'status':<6} verdict")
+    print(f"cold: first request in a fresh process, {args.cold_runs} processes; warm: "
+          f"{args.warm_runs} repeats; ms; reads = manifests/manifest lists decoded cold")
+    print(f"targets: p95 ≤ {WARM_TARGET_MS:.0f} ms warm, ≤ {COLD_TARGET_MS:.0f} ms cold")
+    print(header)
+    print("-" * len(header))
+    failures = 0
+    for name, url in todo:
+        runs = min(args.cold_runs, 1) if name.startswith(HEAVY) else args.cold_runs
+        cold, reads, status = _cold(warehouse, var_dir, url, runs)
+        warm, warm_reads = _warm(client, url, args.warm_runs)
+        c50, c95, w50, w95 = _pct(cold, 50), _pct(cold, 95), _pct(warm, 50), _pct(warm, 95)
+        over = [w for w, bad in (("warm", w95 > WARM_TARGET_MS), ("cold", c95 > COLD_TARGET_MS)) if bad]
+        if any(warm_reads.values()):
+            over.append("re-decodes")
+        failures += bool(over)
+        verdict = "ok" if not over else "OVER: " + ", ".join(over)
+        print(f"{name:<24} {c50:9.0f} {c95:9.0f} {w50:9.1f} {w95:9.1f}  {_fmt_reads(reads):>9}"
+              f"  {status:<6} {verdict}", flush=True)
+    print(f"{len(todo) - failures} of {len(todo)} within targets "
+          f"({HEAVY} reads every manifest of the snapshot by design: one cold process)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
