@@ -15,8 +15,8 @@ collection after the cold plan is timed separately (``gc s``). Plans:
 - point: ``id = X AND ts = T`` matching one file (partition summaries let a planner open
   only the manifests whose day range holds ``T``).
 
-floe is measured twice: with its default (a process pool for cold plans of many manifest
-entries) and single-process (``processes=False``).
+floe is measured twice: with its default (on fewer than 4 cores: one process) and with
+worker processes decoding part of the manifests (``processes=True``).
 
 Usage: ``python benchmarks/plan.py [--files 100000,1000000] [--per-manifest 5000]
 [--dir DIR] [--no-pyiceberg]``.
@@ -185,7 +185,7 @@ def _child_floe(location: Path, kind: str, total: int, processes: str) -> dict[s
         id_, ts = _point(total)
         when = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=ts)
         row_filter = f"id = {id_} AND ts = TIMESTAMP '{when.isoformat(sep=' ')}'"
-    proc = None if processes == "auto" else False
+    proc = {"auto": None, "on": True, "off": False}[processes]
     out: dict[str, Any] = {}
     for label in ("cold", "warm"):
         t = time.perf_counter()
@@ -263,7 +263,7 @@ def main() -> None:
     rows = []
     for total in (int(x) for x in args.files.split(",")):
         location = ensure_table(root, total, args.per_manifest)
-        engines = [("floe", "auto"), ("floe (1 process)", "off")]
+        engines = [("floe", "auto"), ("floe (+ workers)", "on")]
         if not args.no_pyiceberg:
             engines.append(("pyiceberg", ""))
         for kind in ("full", "point"):

@@ -1,10 +1,11 @@
 """Reading the manifests of a plan: a bounded cache by path, threads or processes.
 
 Manifests are immutable, so decoded entries are cached by path (an LRU bounded by the total
-number of entries held). Decoding is pure Python (:mod:`floe.avro`), so threads do not add
-CPU; a cold plan over many manifests is spread over a process pool instead, whose workers
-decode and send the live entries back pickled. Whether that pays depends on the machine:
-``benchmarks/plan.py`` measures it, and :data:`PROCESS_MIN_ENTRIES` is the threshold.
+number of entries held). Decoding is pure Python (:mod:`floe.avro`) and holds the GIL, so
+threads add no CPU; a cold plan over many manifests can be spread over a process pool
+instead, whose workers decode and send the live entries back in a compact form while the
+planner decodes its own share. Whether that pays depends on the machine:
+``benchmarks/plan.py`` measures it; see :data:`PROCESS_MIN_CPUS`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ __all__ = ["ManifestCache", "DEFAULT_CACHE", "read_live_entries", "PROCESS_MIN_E
 
 #: Estimated entries (from the manifest list's counts) above which a cold read uses processes.
 PROCESS_MIN_ENTRIES = 50_000
+#: Cores needed before processes are used by default. Measured on 2 cores (1M entries, 200
+#: manifests): 24 s with one worker + the planner vs 28 s in one process on an idle
+#: machine, but 36 s vs 29 s as soon as another process competes for a core; receiving an
+#: entry costs the planner ~11 us against ~25 us to decode it, so the gain grows with cores.
+PROCESS_MIN_CPUS = 4
 _DELETED = ManifestEntryStatus.DELETED
 
 
@@ -292,7 +298,7 @@ def read_live_entries(
     """Live (added or existing) entries of each manifest, in order.
 
     ``processes``: None decides by size (cache misses holding more than
-    :data:`PROCESS_MIN_ENTRIES` entries, on a machine with more than one core).
+    :data:`PROCESS_MIN_ENTRIES` entries, on a machine with :data:`PROCESS_MIN_CPUS` cores).
     """
     out: list[list[ManifestEntry] | None] = [None] * len(manifests)
     missing: list[int] = []
@@ -304,7 +310,7 @@ def read_live_entries(
             out[i] = got
     cpus = os.cpu_count() or 1
     if processes is None:
-        processes = cpus > 1 and len(missing) > 1 and _may_fork() and \
+        processes = cpus >= PROCESS_MIN_CPUS and len(missing) > 1 and _may_fork() and \
             sum(_estimate(manifests[i]) for i in missing) >= PROCESS_MIN_ENTRIES
     if processes and len(missing) > 1:
         _read_in_processes(io, manifests, missing, out, cpus)
