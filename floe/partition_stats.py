@@ -12,14 +12,21 @@ from __future__ import annotations
 
 import bisect
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from floe.errors import ValidationError
-from floe.manifest import FileContent, ManifestContent, read_manifest_list
+from floe.manifest import (
+    FileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestFile,
+    read_manifest_list,
+)
 from floe.metadata import TableMetadata
 from floe.scan.manifests import DEFAULT_CACHE, ManifestCache, read_live_entries
-from floe.scan.planning import select_snapshot
+from floe.scan.planning import gc_paused, select_snapshot
 from floe.types import PrimitiveType
 
 __all__ = [
@@ -110,10 +117,17 @@ def partition_stats(
         raise ValidationError(
             f"snapshot {snap.snapshot_id} lists its manifests inline, which floe does not read")
     manifests = read_manifest_list(io, snap.manifest_list)
+    with gc_paused():  # bulk decoding: see floe.scan.planning.gc_paused
+        partitions = _collect(md, manifests, read_live_entries(io, manifests, cache, processes))
+    return TablePartitionStats(snap.snapshot_id, partitions)
+
+
+def _collect(
+    md: TableMetadata, manifests: list[ManifestFile], live: Iterable[list[ManifestEntry]]
+) -> list[PartitionStats]:
     labels = _Labeler(md)
     by_key: dict[tuple[int, tuple[Any, ...]], PartitionStats] = {}
-    for manifest, entries in zip(manifests, read_live_entries(io, manifests, cache, processes),
-                                 strict=True):
+    for manifest, entries in zip(manifests, live, strict=True):
         is_delete_manifest = manifest.content == ManifestContent.DELETES
         for entry in entries:
             df = entry.data_file
@@ -130,8 +144,7 @@ def partition_stats(
                 stats.record_count += df.record_count
                 stats.total_size += df.file_size_in_bytes
                 stats.file_sizes.append(df.file_size_in_bytes)
-    partitions = sorted(by_key.values(), key=lambda p: (p.spec_id, p.label))
-    return TablePartitionStats(snap.snapshot_id, partitions)
+    return sorted(by_key.values(), key=lambda p: (p.spec_id, p.label))
 
 
 class _Labeler:

@@ -179,13 +179,13 @@ def plan_files(
             f"snapshot {sel.snapshot.snapshot_id} lists its manifests inline (format v1 "
             "without a manifest list), which floe does not read")
     manifests = read_manifest_list(io, sel.snapshot.manifest_list)
-    with _gc_paused():
+    with gc_paused():
         _Planner(io, metadata, sel.schema, scan_filter, plan, cache, processes).run(manifests)
     return plan
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """Planning allocates millions of small, long-lived objects and frees almost nothing;
     the cyclic collector would re-scan the growing heap (and the manifest cache) over and
     over, which costs more than the decoding. Reference counting still frees garbage."""
