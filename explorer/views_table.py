@@ -62,9 +62,13 @@ def table_snapshots(request: HttpRequest, catalog: str, ns: str, table: str) -> 
 def snapshot_detail(request: HttpRequest, catalog: str, ns: str, table: str, snapshot_id: int) -> HttpResponse:
     t = _open(catalog, ns, table)
     parents, more = st.snapshot_parents(table=t, snapshot_id=snapshot_id)
+    manifests = st.snapshot_manifests(table=t, snapshot_id=snapshot_id)
+    page = Paginator(manifests, settings.FLOE_PAGE_SIZE).get_page(request.GET.get("page"))
+    first = page.start_index() - 1 if manifests else 0
     return render(request, "explorer/snapshot_detail.html", _context(
         t, snapshot=st.snapshot_row(table=t, snapshot_id=snapshot_id), parents=parents,
-        more_parents=more, manifests=st.snapshot_manifests(table=t, snapshot_id=snapshot_id),
+        more_parents=more, page=page, manifest_count=len(manifests),
+        manifests=[(first + i, m) for i, m in enumerate(page)],
     ))
 
 

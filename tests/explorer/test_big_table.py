@@ -21,6 +21,7 @@ from types import ModuleType
 from urllib.parse import urlencode
 
 import pytest
+from django.conf import settings
 from django.test import Client
 
 from explorer import selectors, selectors_scan, selectors_table
@@ -190,6 +191,16 @@ def test_snapshot_page_reads_no_manifest(client: Client, md: TableMetadata) -> N
         html, reads = _get(client, url)
         assert reads == _reads(0, 1)
         assert _get(client, url)[1] == NOTHING
+    # the current snapshot's manifest list is long: the page shows one page of it
+    current = md.current_snapshot()
+    assert current is not None
+    total = len(read_manifest_list(FileIO(), current.manifest_list))
+    html, _ = _get(client, BASE + f"snapshots/{current.snapshot_id}/")
+    assert total > settings.FLOE_PAGE_SIZE
+    assert html.count("data-manifest=") == settings.FLOE_PAGE_SIZE and "Next" in html
+    last_page = -(-total // settings.FLOE_PAGE_SIZE)
+    html, _ = _get(client, BASE + f"snapshots/{current.snapshot_id}/?page={last_page}")
+    assert f'data-manifest="{total - 1}"' in html and "Next" not in html
 
 
 @pytest.mark.parametrize("url", [BASE + "snapshots/{id}/", API + "snapshots/{id}/manifests/"])
