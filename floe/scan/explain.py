@@ -24,11 +24,14 @@ __all__ = ["Funnel", "FileDecision", "ManifestDecision", "PlanExplain", "plan_to
 
 @dataclass(slots=True)
 class Funnel:
-    """Counts at each planning stage."""
+    """Counts at each planning stage. ``data_files_in_snapshot`` comes from the manifest
+    list's counts (None counts as 0: v1 lists may lack them); ``data_files_total`` counts
+    the live files of the manifests that were opened."""
 
     manifests_total: int = 0
     manifests_after_content: int = 0
     manifests_after_summaries: int = 0
+    data_files_in_snapshot: int = 0
     data_files_total: int = 0
     data_files_after_partition: int = 0
     data_files_after_metrics: int = 0

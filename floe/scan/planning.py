@@ -233,6 +233,8 @@ class _Planner:
             ok, stage, reason = self._keep_manifest(m)
             if content == "data":
                 f.manifests_total += 1
+                f.data_files_in_snapshot += (m.added_files_count or 0) + \
+                    (m.existing_files_count or 0)
                 if stage != "manifest-content":
                     f.manifests_after_content += 1
                 if ok:

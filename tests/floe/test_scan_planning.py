@@ -107,7 +107,7 @@ def test_explain_records_every_decision(table: str) -> None:
     plan = plan_files(FileIO(), _md(table), row_filter="cat = 'c'", explain=True)
     doc = json.loads(json.dumps(plan.to_json()))
     f = doc["funnel"]
-    assert f["manifests_total"] == 3
+    assert f["manifests_total"] == 3 and f["data_files_in_snapshot"] == 6
     assert f["manifests_after_summaries"] == 1  # only the third append has cat = 'c'
     assert f["data_files_after_metrics"] == f["tasks"] == 1
     pruned = [m for m in doc["manifests"] if not m["kept"]]
