@@ -13,20 +13,21 @@ from __future__ import annotations
 import logging
 import os
 import time
-from datetime import UTC, datetime
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
 
 from explorer import selectors
-from explorer.selectors import METADATA_DIR, _LRU, cached_metadata, current_metadata_location
+from explorer.selectors import _LRU, METADATA_DIR, cached_metadata, current_metadata_location
 from floe import inspect
 from floe.catalog.base import validate_name
-from floe.diff import file_row, schema_for_snapshot, schema_history, snapshot_diff, spec_history
+from floe.diff import schema_for_snapshot, schema_history, snapshot_diff, spec_history
 from floe.errors import FloeError, NotFound, ValidationError
 from floe.health import table_health
+from floe.inspect import file_row
 from floe.io import FileIO
 from floe.manifest import (
     ManifestContent,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from floe.inspect import _FILE_CONTENT, _partition_json, partition_type_for
-from floe.manifest import FileContent, ManifestEntry, ManifestEntryStatus, ManifestFile
+from floe.inspect import file_row
+from floe.manifest import ManifestEntry, ManifestEntryStatus, ManifestFile
 from floe.metadata import TableMetadata
 from floe.schema import Schema, index_by_id
 from floe.snapshots import Snapshot
@@ -22,7 +22,6 @@ __all__ = [
     "schema_history",
     "spec_history",
     "schema_for_snapshot",
-    "file_row",
     "snapshot_diff",
 ]
 
@@ -117,38 +116,6 @@ def schema_for_snapshot(md: TableMetadata, snapshot: Snapshot | None) -> Schema:
         if schema is not None:
             return schema
     return md.schema()
-
-
-def file_row(
-    md: TableMetadata, manifest: ManifestFile, entry: ManifestEntry,
-    ptypes: dict[int, StructType] | None = None,
-) -> dict[str, Any]:
-    """One row of ``floe files`` (the keys and values of :func:`floe.inspect.file_rows`) for
-    a single entry, so callers that read only some manifests produce the same rows."""
-    ptypes = {} if ptypes is None else ptypes
-    df = entry.data_file
-    spec_id = manifest.partition_spec_id
-    if spec_id not in ptypes:
-        spec = md.spec_by_id(spec_id)
-        ptypes[spec_id] = partition_type_for(md, spec) if spec is not None else StructType()
-    content = int(df.content)
-    row: dict[str, Any] = {
-        "content": _FILE_CONTENT.get(content, str(content)),
-        "file_path": df.file_path,
-        "file_format": str(df.file_format),
-        "spec_id": spec_id,
-        "partition": _partition_json(ptypes[spec_id], df.partition),
-        "record_count": df.record_count,
-        "file_size_in_bytes": df.file_size_in_bytes,
-        "status": int(entry.status),
-        "snapshot_id": entry.snapshot_id,
-        "sequence_number": entry.sequence_number,
-        "file_sequence_number": entry.file_sequence_number,
-        "manifest_path": manifest.manifest_path,
-    }
-    if content == FileContent.EQUALITY_DELETES:
-        row["equality_ids"] = list(df.equality_ids or [])
-    return row
 
 
 ManifestLister = Callable[[Snapshot], list[ManifestFile]]

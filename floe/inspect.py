@@ -31,6 +31,7 @@ __all__ = [
     "describe",
     "snapshot_rows",
     "manifest_rows",
+    "file_row",
     "file_rows",
     "live_entries",
     "resolve_snapshot",
@@ -218,33 +219,40 @@ def live_entries(
 
 def file_rows(io: FileIO, md: TableMetadata, snapshot: Snapshot | None) -> list[dict[str, Any]]:
     """Live data and delete files of a snapshot: ``floe files``."""
-    rows = []
     ptypes: dict[int, StructType] = {}
-    for m, entry in live_entries(io, snapshot):
-        df = entry.data_file
-        spec_id = m.partition_spec_id
-        if spec_id not in ptypes:
-            spec = md.spec_by_id(spec_id)
-            ptypes[spec_id] = partition_type_for(md, spec) if spec is not None else StructType()
-        content = int(df.content)
-        row: dict[str, Any] = {
-            "content": _FILE_CONTENT.get(content, str(content)),
-            "file_path": df.file_path,
-            "file_format": str(df.file_format),
-            "spec_id": spec_id,
-            "partition": _partition_json(ptypes[spec_id], df.partition),
-            "record_count": df.record_count,
-            "file_size_in_bytes": df.file_size_in_bytes,
-            "status": int(entry.status),
-            "snapshot_id": entry.snapshot_id,
-            "sequence_number": entry.sequence_number,
-            "file_sequence_number": entry.file_sequence_number,
-            "manifest_path": m.manifest_path,
-        }
-        if content == FileContent.EQUALITY_DELETES:
-            row["equality_ids"] = list(df.equality_ids or [])
-        rows.append(row)
-    return rows
+    return [file_row(md, m, entry, ptypes) for m, entry in live_entries(io, snapshot)]
+
+
+def file_row(
+    md: TableMetadata, manifest: ManifestFile, entry: ManifestEntry,
+    ptypes: dict[int, StructType] | None = None,
+) -> dict[str, Any]:
+    """One row of ``floe files`` for a single entry, so callers that read only some manifests
+    (pages, diffs) produce the same rows as :func:`file_rows`."""
+    ptypes = {} if ptypes is None else ptypes
+    df = entry.data_file
+    spec_id = manifest.partition_spec_id
+    if spec_id not in ptypes:
+        spec = md.spec_by_id(spec_id)
+        ptypes[spec_id] = partition_type_for(md, spec) if spec is not None else StructType()
+    content = int(df.content)
+    row: dict[str, Any] = {
+        "content": _FILE_CONTENT.get(content, str(content)),
+        "file_path": df.file_path,
+        "file_format": str(df.file_format),
+        "spec_id": spec_id,
+        "partition": _partition_json(ptypes[spec_id], df.partition),
+        "record_count": df.record_count,
+        "file_size_in_bytes": df.file_size_in_bytes,
+        "status": int(entry.status),
+        "snapshot_id": entry.snapshot_id,
+        "sequence_number": entry.sequence_number,
+        "file_sequence_number": entry.file_sequence_number,
+        "manifest_path": manifest.manifest_path,
+    }
+    if content == FileContent.EQUALITY_DELETES:
+        row["equality_ids"] = list(df.equality_ids or [])
+    return row
 
 
 def column_stats(schema: Schema, entry: ManifestEntry) -> list[dict[str, Any]]:
