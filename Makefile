@@ -25,8 +25,9 @@ test: install
 test-fast: install
 	$(PY) -m pytest -m "not interop and not browser" -q
 
+# Every benchmark, each printing floe side by side with PyIceberg / DuckDB (slow: minutes).
 bench: install
-	$(PY) benchmarks/manifest_read.py
+	for b in manifest_read commit plan read web; do $(PY) benchmarks/$$b.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) var test-artifacts
