@@ -84,11 +84,9 @@ def manifest_detail(request: HttpRequest, catalog: str, ns: str, table: str, sna
                                   content=content, sort=sort.lstrip("-"), descending=desc)
     page = Paginator(rows, settings.FLOE_PAGE_SIZE).get_page(request.GET.get("page"))
     manifest = st.manifest_at(table=t, snapshot_id=snapshot_id, index=index)
-    params = request.GET.copy()
-    params.pop("page", None)
     return render(request, "explorer/manifest_detail.html", _context(
         t, snapshot_id=snapshot_id, index=index, manifest=manifest, page=page, status=status,
-        content=content, sort=sort, query=params.urlencode(), sorts=st.ENTRY_SORTS,
+        content=content, sort=sort, sorts=st.ENTRY_SORTS,
         statuses=sorted(st.STATUS_NAMES.values()), contents=["data", "position_deletes", "equality_deletes"],
     ))
 
