@@ -13,19 +13,29 @@ from collections.abc import Sequence
 from typing import Any
 
 from floe.manifest import ManifestContent, ManifestFile
+from floe.errors import ValidationError
 from floe.metadata import TableMetadata
+from floe.properties import (
+    MANIFEST_MIN_COUNT_TO_MERGE as MIN_COUNT_TO_MERGE,
+)
+from floe.properties import (
+    MANIFEST_MIN_COUNT_TO_MERGE_DEFAULT as MIN_COUNT_TO_MERGE_DEFAULT,
+)
+from floe.properties import (
+    MAX_SNAPSHOT_AGE_MS as MAX_SNAPSHOT_AGE,
+)
+from floe.properties import (
+    MAX_SNAPSHOT_AGE_MS_DEFAULT as MAX_SNAPSHOT_AGE_DEFAULT,
+)
+from floe.properties import (
+    MIN_SNAPSHOTS_TO_KEEP,
+    MIN_SNAPSHOTS_TO_KEEP_DEFAULT,
+    TARGET_FILE_SIZE,
+    TARGET_FILE_SIZE_DEFAULT,
+    int_property,
+)
 
-__all__ = ["table_health", "TARGET_FILE_SIZE", "MAX_SNAPSHOT_AGE", "MIN_COUNT_TO_MERGE"]
-
-# Table properties (Java's TableProperties) and their defaults.
-TARGET_FILE_SIZE = "write.target-file-size-bytes"
-TARGET_FILE_SIZE_DEFAULT = 512 * 1024 * 1024
-MAX_SNAPSHOT_AGE = "history.expire.max-snapshot-age-ms"
-MAX_SNAPSHOT_AGE_DEFAULT = 5 * 24 * 3_600_000
-MIN_SNAPSHOTS_TO_KEEP = "history.expire.min-snapshots-to-keep"
-MIN_SNAPSHOTS_TO_KEEP_DEFAULT = 1
-MIN_COUNT_TO_MERGE = "commit.manifest.min-count-to-merge"
-MIN_COUNT_TO_MERGE_DEFAULT = 100
+__all__ = ["table_health"]
 
 #: A data file is "small" below this fraction of the target file size.
 SMALL_FILE_FRACTION = 0.25
@@ -38,9 +48,10 @@ OK, WARN, UNKNOWN = "ok", "warn", "unknown"
 
 
 def _int_property(md: TableMetadata, key: str, default: int) -> int:
+    """Health reports on any table: a malformed property counts as its default here."""
     try:
-        return int(md.properties.get(key, default))
-    except ValueError:
+        return int_property(md, key, default)
+    except ValidationError:
         return default
 
 

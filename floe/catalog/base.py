@@ -21,6 +21,7 @@ from floe.errors import FloeError, NotFound, ValidationError
 from floe.io import FileIO
 from floe.metadata import TableMetadata, new_table_metadata, parse_metadata
 from floe.partitioning import UNPARTITIONED, PartitionSpec
+from floe.properties import DELETE_AFTER_COMMIT, DELETE_AFTER_COMMIT_DEFAULT, bool_property
 from floe.schema import Schema
 from floe.sorting import UNSORTED_SORT_ORDER, SortOrder
 
@@ -41,11 +42,6 @@ log = logging.getLogger(__name__)
 
 Namespace = tuple[str, ...]
 
-#: Table properties that govern the metadata log (Java ``TableProperties``).
-PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
-PREVIOUS_VERSIONS_MAX_DEFAULT = 100
-DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
-DELETE_AFTER_COMMIT_DEFAULT = False
 
 
 class TableAlreadyExists(ValidationError):
@@ -251,7 +247,7 @@ class Catalog(ABC):
         ``write.metadata.delete-after-commit.enabled`` (Java
         ``deleteRemovedMetadataFiles``; failures to delete are only logged)."""
         location = self._commit(ident, base_location, new_metadata)
-        if base is not None and _bool_property(
+        if base is not None and bool_property(
             new_metadata, DELETE_AFTER_COMMIT, DELETE_AFTER_COMMIT_DEFAULT
         ):
             kept = {e.metadata_file for e in new_metadata.metadata_log}
@@ -305,27 +301,3 @@ class Catalog(ABC):
 
     def close(self) -> None:
         """Release connections (SQL catalogs); nothing for a file-system catalog."""
-
-
-def _bool_property(md: TableMetadata, key: str, default: bool) -> bool:
-    raw = md.properties.get(key)
-    if raw is None:
-        return default
-    if raw.lower() in ("true", "false"):
-        return raw.lower() == "true"
-    raise ValidationError(f"table property {key}={raw!r} is not a boolean")
-
-
-def int_property(md: TableMetadata, key: str, default: int) -> int:
-    """An integer table property; ValidationError naming the key when it is not one."""
-    raw = md.properties.get(key)
-    if raw is None:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValidationError(f"table property {key}={raw!r} is not an integer") from None
-
-
-def bool_property(md: TableMetadata, key: str, default: bool) -> bool:
-    return _bool_property(md, key, default)

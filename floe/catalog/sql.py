@@ -67,6 +67,7 @@ from floe.errors import (
 from floe.io import FileIO
 from floe.metadata import TableMetadata, parse_metadata, serialize_metadata
 from floe.partitioning import UNPARTITIONED, PartitionSpec
+from floe.properties import METADATA_COMPRESSION
 from floe.schema import Schema
 from floe.sorting import UNSORTED_SORT_ORDER, SortOrder
 from floe.table import Table as FloeTable
@@ -110,7 +111,6 @@ TABLE_TYPE = "TABLE"
 NAMESPACE_EXISTS_PROPERTY = "exists"
 #: A namespace property that overrides where its tables go (Java / PyIceberg ``location``).
 NAMESPACE_LOCATION_PROPERTY = "location"
-METADATA_COMPRESSION = "write.metadata.compression-codec"
 _NAME_LIMIT = 255
 _VERSIONED_NAME = re.compile(r"^(\d+)-[0-9a-fA-F-]{36}(?:\.gz)?\.metadata\.json$")
 #: SQLite waits this long for another writer's lock before giving up (seconds).

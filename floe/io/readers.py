@@ -41,6 +41,7 @@ from floe.io.parquet import FIELD_ID_KEY, schema_to_arrow, to_arrow_type
 from floe.manifest import FileContent
 from floe.metadata import TableMetadata
 from floe.partitioning import PartitionSpec
+from floe.properties import NAME_MAPPING as NAME_MAPPING_PROPERTY
 from floe.scan.delete_index import FILE_PATH_FIELD_ID, POS_FIELD_ID, DeleteFile
 from floe.scan.planning import FileScanTask, ScanPlan
 from floe.schema import Schema
@@ -49,7 +50,6 @@ from floe.types import LONG, STRING, ListType, MapType, NestedField, PrimitiveTy
 __all__ = ["read_plan", "read_task", "plan_to_table", "ReadOptions", "UnsupportedDeletes",
            "NAME_MAPPING_PROPERTY", "DeleteCache"]
 
-NAME_MAPPING_PROPERTY = "schema.name-mapping.default"
 DEFAULT_BATCH_SIZE = 131_072
 
 

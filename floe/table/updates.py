@@ -14,10 +14,10 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from floe.catalog.base import PREVIOUS_VERSIONS_MAX, PREVIOUS_VERSIONS_MAX_DEFAULT, int_property
 from floe.errors import CommitConflict, ValidationError
 from floe.metadata import SUPPORTED_FORMAT_VERSIONS, TableMetadata
 from floe.partitioning import PartitionSpec
+from floe.properties import PREVIOUS_VERSIONS_MAX, PREVIOUS_VERSIONS_MAX_DEFAULT, int_property
 from floe.schema import Schema
 from floe.snapshots import (
     MAIN_BRANCH,

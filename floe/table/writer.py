@@ -32,6 +32,18 @@ from floe.io.parquet import (
 )
 from floe.manifest import DataFile, FileContent, FileFormat
 from floe.metadata import TableMetadata
+from floe.properties import (
+    DATA_PATH,
+    METRICS_COLUMN_PREFIX,
+    METRICS_DEFAULT,
+    METRICS_MAX_INFERRED,
+    METRICS_MAX_INFERRED_DEFAULT,
+    PARQUET_COMPRESSION,
+    PARQUET_COMPRESSION_DEFAULT,
+    TARGET_FILE_SIZE,
+    TARGET_FILE_SIZE_DEFAULT,
+    int_property,
+)
 from floe.schema import Schema
 from floe.transforms import transform_arrow
 from floe.types import PrimitiveType
@@ -42,19 +54,8 @@ __all__ = [
     "metrics_modes",
     "partition_rows",
     "write_data_files",
-    "TARGET_FILE_SIZE",
-    "TARGET_FILE_SIZE_DEFAULT",
 ]
 
-# Java TableProperties
-TARGET_FILE_SIZE = "write.target-file-size-bytes"
-TARGET_FILE_SIZE_DEFAULT = 512 * 1024 * 1024
-METRICS_DEFAULT = "write.metadata.metrics.default"
-METRICS_COLUMN_PREFIX = "write.metadata.metrics.column."
-METRICS_MAX_INFERRED = "write.metadata.metrics.max-inferred-column-defaults"
-METRICS_MAX_INFERRED_DEFAULT = 100
-DATA_PATH = "write.data.path"
-COMPRESSION = "write.parquet.compression-codec"
 
 _TRUNCATE = re.compile(r"^truncate\((\d+)\)$")
 
@@ -109,7 +110,7 @@ def metrics_modes(schema: Schema, properties: Mapping[str, str]) -> dict[int, Me
         default = parse_metrics_mode(properties[METRICS_DEFAULT])
         modes = dict.fromkeys(leaves, default)
     else:
-        limit = int(properties.get(METRICS_MAX_INFERRED, METRICS_MAX_INFERRED_DEFAULT))
+        limit = int_property(properties, METRICS_MAX_INFERRED, METRICS_MAX_INFERRED_DEFAULT)
         modes = {fid: DEFAULT_MODE if i < limit else NONE for i, fid in enumerate(leaves)}
     for key, value in properties.items():
         if key.startswith(METRICS_COLUMN_PREFIX):
@@ -211,10 +212,10 @@ def write_data_files(
     """
     schema, spec = md.schema(), md.spec()
     modes = metrics_modes(schema, md.properties)
-    target = int(md.properties.get(TARGET_FILE_SIZE, TARGET_FILE_SIZE_DEFAULT))
+    target = int_property(md, TARGET_FILE_SIZE, TARGET_FILE_SIZE_DEFAULT)
     if target <= 0:
         raise ValidationError(f"table property {TARGET_FILE_SIZE} must be positive")
-    compression = md.properties.get(COMPRESSION, "zstd")
+    compression = md.properties.get(PARQUET_COMPRESSION, PARQUET_COMPRESSION_DEFAULT)
     op = operation_id if operation_id is not None else uuid.uuid4()
     data_dir = _data_dir(md)
     files: list[DataFile] = []
