@@ -19,9 +19,9 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
-from floe.catalog.base import bool_property, int_property
 from floe.errors import CommitConflict, FloeError, ValidationError
 from floe.io import FileIO
 from floe.manifest import (
@@ -37,19 +37,34 @@ from floe.manifest import (
     read_manifest_list,
 )
 from floe.metadata import TableMetadata
-from floe.snapshots import MAIN_BRANCH, Operation, Snapshot
+from floe.properties import (
+    MANIFEST_MERGE_ENABLED as MERGE_ENABLED,
+)
+from floe.properties import (
+    MANIFEST_MERGE_ENABLED_DEFAULT as MERGE_ENABLED_DEFAULT,
+)
+from floe.properties import (
+    MANIFEST_MIN_COUNT_TO_MERGE as MIN_COUNT_TO_MERGE,
+)
+from floe.properties import (
+    MANIFEST_MIN_COUNT_TO_MERGE_DEFAULT as MIN_COUNT_TO_MERGE_DEFAULT,
+)
+from floe.properties import (
+    MANIFEST_TARGET_SIZE,
+    MANIFEST_TARGET_SIZE_DEFAULT,
+    bool_property,
+    int_property,
+)
+from floe.snapshots import MAIN_BRANCH, Operation, Snapshot, SnapshotRefType
 from floe.table.updates import AddSnapshot, SetSnapshotRef, TableRequirement, TableUpdate
 
-__all__ = ["PendingOperation", "SnapshotProducer", "new_snapshot_id", "snapshot_summary"]
+if TYPE_CHECKING:
+    from floe.table.validation import CommitValidation
+
+__all__ = ["PendingOperation", "SnapshotProducer", "new_snapshot_id", "snapshot_summary",
+           "branch_head", "set_branch"]
 
 log = logging.getLogger(__name__)
-
-MERGE_ENABLED = "commit.manifest-merge.enabled"
-MERGE_ENABLED_DEFAULT = True
-MIN_COUNT_TO_MERGE = "commit.manifest.min-count-to-merge"
-MIN_COUNT_TO_MERGE_DEFAULT = 100
-MANIFEST_TARGET_SIZE = "commit.manifest.target-size-bytes"
-MANIFEST_TARGET_SIZE_DEFAULT = 8 * 1024 * 1024
 
 # SnapshotSummary keys (Java SnapshotSummary)
 ADDED_DATA_FILES = "added-data-files"
@@ -81,6 +96,28 @@ def new_snapshot_id() -> int:
     """A positive random 63-bit id, as Java derives from a random UUID."""
     u = uuid.uuid4().int
     return ((u >> 64) ^ (u & 0xFFFFFFFFFFFFFFFF)) & 0x7FFFFFFFFFFFFFFF
+
+
+def branch_head(md: TableMetadata, branch: str) -> Snapshot | None:
+    """The snapshot a commit to ``branch`` builds on (Java ``SnapshotUtil.latestSnapshot``):
+    the branch's head, or the current snapshot for main and for a branch that does not exist
+    yet (the commit creates it there). A tag is refused: only branches take commits."""
+    ref = md.refs.get(branch)
+    if ref is None or branch == MAIN_BRANCH:
+        return md.current_snapshot()
+    if not ref.is_branch:
+        raise ValidationError(f"cannot commit to {branch!r}: it is a tag, not a branch")
+    return md.snapshot_by_id(ref.snapshot_id)
+
+
+def set_branch(md: TableMetadata, branch: str, snapshot_id: int) -> SetSnapshotRef:
+    """Move ``branch`` to ``snapshot_id``, keeping its retention settings (Java
+    ``SnapshotRef.builderFrom``)."""
+    ref = md.refs.get(branch)
+    if ref is None:
+        return SetSnapshotRef(branch, snapshot_id, SnapshotRefType.BRANCH)
+    return SetSnapshotRef(branch, snapshot_id, ref.ref_type, ref.min_snapshots_to_keep,
+                          ref.max_snapshot_age_ms, ref.max_ref_age_ms)
 
 
 class PendingOperation:
@@ -184,8 +221,16 @@ def snapshot_summary(
 
 
 class SnapshotProducer(PendingOperation):
-    """Adds one snapshot on the main branch: ``added`` files in new manifests, ``deleted``
-    paths removed (each must be live at every attempt), optionally merging manifests."""
+    """Adds one snapshot to a branch: ``added`` files in new manifests, ``deleted`` paths
+    removed (each must be live at every attempt), optionally merging manifests.
+
+    ``branch`` is the branch the snapshot is committed to (created at the current snapshot
+    when it does not exist); ``stage_only`` adds the snapshot without moving any branch
+    (write-audit-publish). At every attempt, ``checks`` run against the base and
+    ``validation`` against the commits that landed since the operation started; either
+    raises CommitConflict (final) or ValidationError. ``data_sequence_number`` gives the
+    added files an explicit data sequence number (a rewrite keeps the starting one).
+    """
 
     def __init__(
         self,
@@ -198,8 +243,18 @@ class SnapshotProducer(PendingOperation):
         owned_files: Iterable[str] = (),
         timestamp_ms: int | None = None,
         summary_properties: dict[str, str] | None = None,
+        branch: str = MAIN_BRANCH,
+        stage_only: bool = False,
+        validation: CommitValidation | None = None,
+        checks: Sequence[Callable[[TableMetadata], None]] = (),
+        data_sequence_number: int | None = None,
     ) -> None:
         self.io = io
+        self.branch = branch
+        self.stage_only = stage_only
+        self.validation = validation
+        self.checks = list(checks)
+        self.data_sequence_number = data_sequence_number
         self.added = list(added)
         self.deleted = frozenset(deleted)
         self.merge = merge
@@ -230,7 +285,11 @@ class SnapshotProducer(PendingOperation):
         self.attempt += 1
         if base.snapshot_by_id(self.snapshot_id) is not None:
             raise ValidationError(f"snapshot id {self.snapshot_id} is already in the table")
-        parent = base.snapshot_by_ref(MAIN_BRANCH)
+        for check in self.checks:
+            check(base)
+        parent = branch_head(base, self.branch)
+        if self.validation is not None:
+            self.validation.validate(self.io, base, parent)
         sequence_number = base.next_sequence_number()
         existing = self._parent_manifests(parent)
         removed: list[DataFile] = []
@@ -262,7 +321,9 @@ class SnapshotProducer(PendingOperation):
             schema_id=base.current_schema_id,
         )
         self.committed_snapshot = snapshot
-        return [AddSnapshot(snapshot), SetSnapshotRef(MAIN_BRANCH, self.snapshot_id)]
+        if self.stage_only:
+            return [AddSnapshot(snapshot)]
+        return [AddSnapshot(snapshot), set_branch(base, self.branch, self.snapshot_id)]
 
     def _parent_manifests(self, parent: Snapshot | None) -> list[ManifestFile]:
         if parent is None:
@@ -303,7 +364,7 @@ class SnapshotProducer(PendingOperation):
             for (spec_id, content), files in groups.items():
                 writer = self._writer(base, spec_id, content)
                 for f in files:
-                    writer.add(f)
+                    writer.add(f, self.data_sequence_number)
                 out.append(writer.close())
             self._new_manifests = out
         return list(self._new_manifests)
@@ -380,7 +441,7 @@ class SnapshotProducer(PendingOperation):
             if m.manifest_path in own:
                 for f in self.added:
                     if f.content == FileContent.DATA and f.spec_id == spec_id:
-                        writer.add(f)
+                        writer.add(f, self.data_sequence_number)
                 continue
             for e in read_manifest(self.io, m, lazy_stats=False):
                 if e.status == ManifestEntryStatus.DELETED:

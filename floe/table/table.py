@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -11,12 +11,15 @@ from floe.io import FileIO
 from floe.metadata import TableMetadata, parse_metadata
 from floe.partitioning import PartitionSpec
 from floe.schema import Schema
-from floe.snapshots import Snapshot
+from floe.snapshots import MAIN_BRANCH, Snapshot
 from floe.sorting import SortOrder
 
 if TYPE_CHECKING:
     from floe.catalog.base import Catalog, TableIdentifier
+    from floe.table.manage_snapshots import ManageSnapshots
     from floe.table.transaction import Transaction
+    from floe.table.update_schema import UpdateSchema
+    from floe.table.update_spec import ReplaceSortOrder, UpdateSpec
 
 __all__ = ["Table"]
 
@@ -93,19 +96,49 @@ class Table:
 
     # -- one-commit conveniences ---------------------------------------------------------
 
-    def append(self, rows: pa.Table, *, timestamp_ms: int | None = None) -> Table:
+    def append(self, rows: pa.Table, *, timestamp_ms: int | None = None,
+               branch: str = MAIN_BRANCH, wap_id: str | None = None) -> Table:
         """Write ``rows`` as data files partitioned by the table's spec and commit them in one
-        append snapshot (a merge append, governed by ``commit.manifest-merge.enabled``)."""
+        append snapshot to ``branch`` (a merge append, governed by
+        ``commit.manifest-merge.enabled``); with ``wap_id`` the snapshot is only staged."""
         txn = self.new_transaction()
-        txn.append(rows, timestamp_ms=timestamp_ms)
+        txn.append(rows, timestamp_ms=timestamp_ms, branch=branch, wap_id=wap_id)
         txn.commit()
         return self
 
-    def delete_files(self, paths: Iterable[str]) -> Table:
+    def delete_files(self, paths: Iterable[str], *, branch: str = MAIN_BRANCH) -> Table:
         """Remove data or delete files by path in one ``delete`` snapshot."""
         txn = self.new_transaction()
-        txn.delete_files(paths)
+        txn.delete_files(paths, branch=branch)
         txn.commit()
+        return self
+
+    def delete_where(self, row_filter: Any, *, mode: str | None = None,
+                     branch: str = MAIN_BRANCH, isolation_level: str | None = None,
+                     case_sensitive: bool = True) -> Table:
+        """Delete the rows matching ``row_filter`` in one commit (see
+        :meth:`Transaction.delete_where`)."""
+        self.new_transaction().delete_where(
+            row_filter, mode=mode, branch=branch, isolation_level=isolation_level,
+            case_sensitive=case_sensitive).commit()
+        return self
+
+    def overwrite_by_filter(self, row_filter: Any, rows: pa.Table, *,
+                            branch: str = MAIN_BRANCH, isolation_level: str | None = None
+                            ) -> Table:
+        self.new_transaction().overwrite_by_filter(
+            row_filter, rows, branch=branch, isolation_level=isolation_level).commit()
+        return self
+
+    def overwrite_partitions(self, rows: pa.Table, *, branch: str = MAIN_BRANCH,
+                             isolation_level: str | None = None) -> Table:
+        self.new_transaction().overwrite_partitions(
+            rows, branch=branch, isolation_level=isolation_level).commit()
+        return self
+
+    def delete_equal(self, columns: Sequence[str], keys: pa.Table, *, scope: str = "auto",
+                     branch: str = MAIN_BRANCH) -> Table:
+        self.new_transaction().delete_equal(columns, keys, scope=scope, branch=branch).commit()
         return self
 
     def set_properties(self, updates: Mapping[str, str]) -> Table:
@@ -113,3 +146,34 @@ class Table:
         txn.set_properties(updates)
         txn.commit()
         return self
+
+    # -- builders whose commit() commits at once ------------------------------------------
+
+    def manage_snapshots(self) -> ManageSnapshots:
+        """Rollback, set-current, cherry-pick, branches and tags (Java ``manageSnapshots``),
+        committed together by the builder's ``commit()``."""
+        from floe.table.manage_snapshots import ManageSnapshots
+
+        return ManageSnapshots(self.new_transaction(), autocommit=True)
+
+    def update_schema(self, *, allow_incompatible: bool = False,
+                      case_sensitive: bool = True) -> UpdateSchema:
+        """Schema changes, committed by the builder's ``commit()`` (Java ``updateSchema``)."""
+        from floe.table.update_schema import UpdateSchema
+
+        return UpdateSchema(self.new_transaction(), allow_incompatible=allow_incompatible,
+                            case_sensitive=case_sensitive, autocommit=True)
+
+    def update_spec(self, *, case_sensitive: bool = True) -> UpdateSpec:
+        """Partition spec changes, committed by the builder's ``commit()``."""
+        from floe.table.update_spec import UpdateSpec
+
+        return UpdateSpec(self.new_transaction(), case_sensitive=case_sensitive,
+                          autocommit=True)
+
+    def replace_sort_order(self, *, case_sensitive: bool = True) -> ReplaceSortOrder:
+        """A new default sort order, committed by the builder's ``commit()``."""
+        from floe.table.update_spec import ReplaceSortOrder
+
+        return ReplaceSortOrder(self.new_transaction(), case_sensitive=case_sensitive,
+                                autocommit=True)

@@ -17,21 +17,29 @@ import random
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from floe.catalog.base import int_property
 from floe.errors import CommitConflict, CommitStateUnknown, ValidationError
 from floe.manifest import DataFile
 from floe.metadata import TableMetadata
 from floe.partitioning import PartitionSpec
 from floe.schema import Schema
-from floe.snapshots import Operation, SnapshotRefType
+from floe.snapshots import MAIN_BRANCH, Operation, SnapshotRefType
 from floe.sorting import SortOrder
+from floe.properties import (
+    COMMIT_MAX_WAIT_MS,
+    COMMIT_MIN_WAIT_MS,
+    COMMIT_NUM_RETRIES,
+    COMMIT_TOTAL_TIMEOUT_MS,
+    MANIFEST_MERGE_ENABLED,
+    MANIFEST_MERGE_ENABLED_DEFAULT,
+    WAP_ID,
+    bool_property,
+    int_property,
+)
 from floe.table.snapshot_producer import (
-    MERGE_ENABLED,
-    MERGE_ENABLED_DEFAULT,
     MetadataOperation,
     PendingOperation,
     SnapshotProducer,
@@ -66,16 +74,15 @@ from floe.table.updates import (
 from floe.table.writer import write_data_files
 
 if TYPE_CHECKING:
+    from floe.table.manage_snapshots import ManageSnapshots
     from floe.table.table import Table
+    from floe.table.update_schema import UpdateSchema
+    from floe.table.update_spec import ReplaceSortOrder, UpdateSpec
+    from floe.table.validation import CommitValidation
 
 __all__ = ["RetryPolicy", "Transaction"]
 
 log = logging.getLogger(__name__)
-
-NUM_RETRIES = "commit.retry.num-retries"
-MIN_WAIT_MS = "commit.retry.min-wait-ms"
-MAX_WAIT_MS = "commit.retry.max-wait-ms"
-TOTAL_TIMEOUT_MS = "commit.retry.total-timeout-ms"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,10 +99,10 @@ class RetryPolicy:
     def from_metadata(cls, md: TableMetadata) -> RetryPolicy:
         d = cls()
         policy = cls(
-            int_property(md, NUM_RETRIES, d.num_retries),
-            int_property(md, MIN_WAIT_MS, d.min_wait_ms),
-            int_property(md, MAX_WAIT_MS, d.max_wait_ms),
-            int_property(md, TOTAL_TIMEOUT_MS, d.total_timeout_ms),
+            int_property(md, COMMIT_NUM_RETRIES, d.num_retries),
+            int_property(md, COMMIT_MIN_WAIT_MS, d.min_wait_ms),
+            int_property(md, COMMIT_MAX_WAIT_MS, d.max_wait_ms),
+            int_property(md, COMMIT_TOTAL_TIMEOUT_MS, d.total_timeout_ms),
         )
         if min(policy.num_retries, policy.min_wait_ms, policy.max_wait_ms,
                policy.total_timeout_ms) < 0:
@@ -143,6 +150,45 @@ class Transaction:
     def _updates(self, updates: Sequence[TableUpdate],
                  requirements: Sequence[TableRequirement] = ()) -> Transaction:
         return self._add(MetadataOperation(updates, requirements))
+
+    def add_updates(self, updates: Sequence[TableUpdate],
+                    requirements: Sequence[TableRequirement] = ()) -> Transaction:
+        """Stage fixed metadata updates, checked at commit against ``requirements``."""
+        return self._updates(updates, requirements)
+
+    def add_operation(self, op: PendingOperation) -> Transaction:
+        """Stage an operation that is re-applied to the refreshed base on every attempt."""
+        return self._add(op)
+
+    @property
+    def base_metadata(self) -> TableMetadata:
+        """The metadata this transaction's changes are based on."""
+        return self._base
+
+    # -- evolution builders (each stages its changes into this transaction on commit()) ----
+
+    def update_schema(self, *, allow_incompatible: bool = False,
+                      case_sensitive: bool = True) -> UpdateSchema:
+        from floe.table.update_schema import UpdateSchema
+
+        return UpdateSchema(self, allow_incompatible=allow_incompatible,
+                            case_sensitive=case_sensitive)
+
+    def update_spec(self, *, case_sensitive: bool = True) -> UpdateSpec:
+        from floe.table.update_spec import UpdateSpec
+
+        return UpdateSpec(self, case_sensitive=case_sensitive)
+
+    def replace_sort_order(self, *, case_sensitive: bool = True) -> ReplaceSortOrder:
+        from floe.table.update_spec import ReplaceSortOrder
+
+        return ReplaceSortOrder(self, case_sensitive=case_sensitive)
+
+    def manage_snapshots(self) -> ManageSnapshots:
+        """Rollback, set-current, cherry-pick, branches and tags, staged in this transaction."""
+        from floe.table.manage_snapshots import ManageSnapshots
+
+        return ManageSnapshots(self)
 
     # -- metadata changes ----------------------------------------------------------------
 
@@ -201,9 +247,12 @@ class Transaction:
 
     # -- snapshots -----------------------------------------------------------------------
 
-    def append(self, rows: pa.Table, *, timestamp_ms: int | None = None) -> Transaction:
+    def append(self, rows: pa.Table, *, timestamp_ms: int | None = None,
+               branch: str = MAIN_BRANCH, wap_id: str | None = None) -> Transaction:
         """Write ``rows`` now as data files of the table's schema and spec, and append them
-        at commit (a merge append). The files are deleted if the commit fails."""
+        at commit (a merge append) to ``branch``. With ``wap_id`` the snapshot is staged
+        (write-audit-publish): added with ``wap.id`` in its summary, no branch moves. The
+        files are deleted if the commit fails."""
         written: list[str] = []
         try:
             files = write_data_files(self.table.io, self._base, rows, written=written)
@@ -211,43 +260,96 @@ class Transaction:
             for path in written:
                 self.table.io.delete(path, missing_ok=True)
             raise
-        return self.append_files(files, owned_files=written, timestamp_ms=timestamp_ms)
+        return self.append_files(files, owned_files=written, timestamp_ms=timestamp_ms,
+                                 branch=branch, wap_id=wap_id)
 
     def append_files(
         self, files: Sequence[DataFile], *, merge: bool | None = None,
         owned_files: Iterable[str] = (), timestamp_ms: int | None = None,
+        branch: str = MAIN_BRANCH, wap_id: str | None = None,
     ) -> Transaction:
         """Append existing data files. ``merge=None`` follows ``commit.manifest-merge.enabled``
         (a merge append); ``owned_files`` are deleted if the commit fails."""
         if merge is None:
-            merge = MERGE_ENABLED_DEFAULT if MERGE_ENABLED not in self._base.properties \
-                else self._base.properties[MERGE_ENABLED].lower() == "true"
+            merge = bool_property(self._base, MANIFEST_MERGE_ENABLED,
+                                  MANIFEST_MERGE_ENABLED_DEFAULT)
         return self._add(SnapshotProducer(
             self.table.io, added=files, merge=merge, operation=Operation.APPEND,
-            owned_files=owned_files, timestamp_ms=timestamp_ms))
+            owned_files=owned_files, timestamp_ms=timestamp_ms, branch=branch,
+            stage_only=wap_id is not None,
+            summary_properties={WAP_ID: wap_id} if wap_id is not None else None))
 
     def fast_append(self, files: Sequence[DataFile], *, owned_files: Iterable[str] = (),
-                    timestamp_ms: int | None = None) -> Transaction:
+                    timestamp_ms: int | None = None, branch: str = MAIN_BRANCH
+                    ) -> Transaction:
         """One new manifest, the parent's manifests carried over unchanged."""
         return self.append_files(files, merge=False, owned_files=owned_files,
-                                 timestamp_ms=timestamp_ms)
+                                 timestamp_ms=timestamp_ms, branch=branch)
 
     def overwrite(self, delete_paths: Iterable[str], add_files: Sequence[DataFile] = (), *,
                   owned_files: Iterable[str] = (), operation: Operation | None = None,
-                  timestamp_ms: int | None = None) -> Transaction:
+                  timestamp_ms: int | None = None, branch: str = MAIN_BRANCH,
+                  validation: CommitValidation | None = None,
+                  summary_properties: dict[str, str] | None = None) -> Transaction:
         """Remove files by path and add others in one snapshot (``overwrite``, or
         ``replace`` for a rewrite that keeps the rows). Each removed file must still be live
-        when the commit happens, else CommitConflict."""
+        when the commit happens, else CommitConflict; ``validation`` checks the commits that
+        landed since the operation started."""
         return self._add(SnapshotProducer(
             self.table.io, added=add_files, deleted=delete_paths, operation=operation,
-            owned_files=owned_files, timestamp_ms=timestamp_ms))
+            owned_files=owned_files, timestamp_ms=timestamp_ms, branch=branch,
+            validation=validation, summary_properties=summary_properties))
 
-    def delete_files(self, paths: Iterable[str], *,
-                     timestamp_ms: int | None = None) -> Transaction:
+    def delete_files(self, paths: Iterable[str], *, timestamp_ms: int | None = None,
+                     branch: str = MAIN_BRANCH) -> Transaction:
         """Remove data or delete files by path (a ``delete`` snapshot)."""
         return self._add(SnapshotProducer(
             self.table.io, deleted=paths, operation=Operation.DELETE,
-            timestamp_ms=timestamp_ms))
+            timestamp_ms=timestamp_ms, branch=branch))
+
+    # -- row-level changes (floe.table.row_level): planned now, re-validated per attempt --
+
+    def delete_where(self, row_filter: Any, *, mode: str | None = None,
+                     branch: str = MAIN_BRANCH, isolation_level: str | None = None,
+                     case_sensitive: bool = True) -> Transaction:
+        """Delete the rows matching ``row_filter``: copy-on-write or merge-on-read (``mode``,
+        default ``write.delete.mode``), validated per ``write.delete.isolation-level``."""
+        from floe.table import row_level
+
+        row_level.stage_delete(self, row_filter, mode=mode, branch=branch,
+                               isolation_level=isolation_level, case_sensitive=case_sensitive)
+        return self
+
+    def overwrite_by_filter(self, row_filter: Any, rows: pa.Table, *,
+                            branch: str = MAIN_BRANCH, isolation_level: str | None = None,
+                            case_sensitive: bool = True) -> Transaction:
+        """Replace the rows matching ``row_filter`` by ``rows`` (which must match it) in one
+        snapshot."""
+        from floe.table import row_level
+
+        row_level.stage_overwrite_by_filter(
+            self, row_filter, rows, branch=branch, isolation_level=isolation_level,
+            case_sensitive=case_sensitive)
+        return self
+
+    def overwrite_partitions(self, rows: pa.Table, *, branch: str = MAIN_BRANCH,
+                             isolation_level: str | None = None) -> Transaction:
+        """Dynamic partition overwrite: replace every partition ``rows`` write to."""
+        from floe.table import row_level
+
+        row_level.stage_overwrite_partitions(self, rows, branch=branch,
+                                             isolation_level=isolation_level)
+        return self
+
+    def delete_equal(self, columns: Sequence[str], keys: pa.Table, *, scope: str = "auto",
+                     branch: str = MAIN_BRANCH) -> Transaction:
+        """Equality deletes: rows whose ``columns`` equal a row of ``keys`` (null = null),
+        per partition (``auto`` / ``partition``) or global (``global``, needs an
+        unpartitioned spec)."""
+        from floe.table import row_level
+
+        row_level.stage_equality_delete(self, columns, keys, scope=scope, branch=branch)
+        return self
 
     # -- the commit loop -----------------------------------------------------------------
 
