@@ -154,6 +154,9 @@ class _CherryPick(PendingOperation):
         self.replace_partitions = (op == Operation.OVERWRITE and picked.summary.get(
             REPLACE_PARTITIONS, "false").lower() == "true")
         self.producer: SnapshotProducer | None = None
+        if is_ancestor(start, snapshot_id):
+            raise CommitConflict(f"cannot cherry-pick snapshot {snapshot_id}: it is already an "
+                                 f"ancestor of the current snapshot")
         if self.wap_id is not None:
             self._check_wap(start)
         if op == Operation.APPEND or self.replace_partitions:
