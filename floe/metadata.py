@@ -20,7 +20,7 @@ from typing import Any
 
 from floe.errors import FloeError, MetadataError, UnsupportedFormatVersion, ValidationError
 from floe.partitioning import PARTITION_FIELD_ID_START, PartitionField, PartitionSpec
-from floe.schema import Schema
+from floe.schema import Schema, assign_fresh_type_ids
 from floe.snapshots import (
     INITIAL_SEQUENCE_NUMBER,
     MAIN_BRANCH,
@@ -38,7 +38,7 @@ from floe.sorting import (
     SortField,
     SortOrder,
 )
-from floe.types import IcebergType, ListType, MapType, NestedField, StructType
+from floe.types import StructType
 
 __all__ = [
     "DEFAULT_FORMAT_VERSION",
@@ -375,7 +375,8 @@ def _from_json(doc: dict[str, Any], version: int) -> TableMetadata:
     if current_snapshot_id == -1:
         current_snapshot_id = None
 
-    snapshots = tuple(Snapshot.from_json(s) for s in _array(doc, SNAPSHOTS)) if SNAPSHOTS in doc else ()
+    snapshots = tuple(Snapshot.from_json(s) for s in _array(doc, SNAPSHOTS)) \
+        if SNAPSHOTS in doc else ()
     by_id = {s.snapshot_id: s for s in snapshots}
     if len(by_id) != len(snapshots):
         raise _Problem("two snapshots have the same snapshot-id")
@@ -525,29 +526,9 @@ def assign_fresh_ids(schema: Schema, schema_id: int = 0) -> Schema:
         counter[0] += 1
         return counter[0]
 
-    def fresh_type(t: IcebergType) -> IcebergType:
-        if isinstance(t, StructType):
-            return StructType(*fresh_fields(t.fields))
-        if isinstance(t, ListType):
-            element_id = next_id()
-            return ListType(element_id, fresh_type(t.element_type), t.element_required)
-        if isinstance(t, MapType):
-            key_id, value_id = next_id(), next_id()
-            return MapType(
-                key_id, fresh_type(t.key_type), value_id, fresh_type(t.value_type),
-                t.value_required,
-            )
-        return t
-
-    def fresh_fields(fields: tuple[NestedField, ...]) -> list[NestedField]:
-        ids = [next_id() for _ in fields]
-        return [
-            NestedField(new_id, f.name, fresh_type(f.field_type), f.required, f.doc,
-                        f.initial_default, f.write_default)
-            for new_id, f in zip(ids, fields, strict=True)
-        ]
-
-    fresh = Schema(*fresh_fields(schema.fields), schema_id=schema_id)
+    root = assign_fresh_type_ids(StructType(*schema.fields), next_id)
+    assert isinstance(root, StructType)
+    fresh = Schema(*root.fields, schema_id=schema_id)
     identifier_names = [schema.find_column_name(i) for i in schema.identifier_field_ids]
     identifier_ids = [fresh.find_field_id(n) for n in identifier_names if n is not None]
     return Schema(*fresh.fields, schema_id=schema_id, identifier_field_ids=identifier_ids)

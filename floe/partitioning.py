@@ -385,7 +385,8 @@ def _unquote(name: str) -> str:
     return name
 
 
-def parse_term(text: str, schema: Schema) -> tuple[Transform, NestedField, str]:
+def parse_term(text: str, schema: Schema, case_sensitive: bool = True
+               ) -> tuple[Transform, NestedField, str]:
     """Parse one ``col`` / ``transform(col)`` / ``bucket(16, col)`` term.
 
     Returns the transform, the source field and Java's default partition name for it
@@ -413,7 +414,7 @@ def parse_term(text: str, schema: Schema) -> tuple[Transform, NestedField, str]:
         column, kind = _unquote(names[0]), canonical
         arg = int(numbers[0]) if needs_arg else None
     transform = parse_transform(kind if arg is None else f"{kind}[{arg}]")
-    source = schema.find_field(column)
+    source = schema.find_field(column, case_sensitive)
     if not isinstance(source.field_type, PrimitiveType):
         raise ValidationError(f"cannot partition or sort by non-primitive column {column!r}")
     if not transform.can_transform(source.field_type):

@@ -7,7 +7,9 @@ and are indexed once per schema.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+import difflib
+from collections.abc import Callable, Iterator
 from functools import cached_property
 from typing import Any
 
@@ -24,7 +26,8 @@ from floe.types import (
     field_to_json,
 )
 
-__all__ = ["Schema", "RESERVED_FIELD_ID_START", "index_by_id", "index_by_name"]
+__all__ = ["Schema", "RESERVED_FIELD_ID_START", "index_by_id", "index_by_name",
+           "unknown_column", "assign_fresh_type_ids"]
 
 #: Field ids from ``Integer.MAX_VALUE - 200`` upward are reserved for metadata columns.
 RESERVED_FIELD_ID_START = 2**31 - 1 - 200
@@ -64,6 +67,42 @@ def index_by_name(struct: StructType) -> dict[str, int]:
         if s != name and s not in full:
             short.setdefault(s, fid)
     return {**short, **full}
+
+
+def assign_fresh_type_ids(t: IcebergType, next_id: Callable[[], int]) -> IcebergType:
+    """Java ``TypeUtil.assignFreshIds(type, nextId)``: renumber the fields nested in ``t``. A
+    struct's own fields get ids before any of their children (breadth first per struct), a
+    list's element and a map's key and value before their nested types."""
+    if isinstance(t, StructType):
+        ids = [next_id() for _ in t.fields]
+        return StructType(*(dataclasses.replace(
+            f, field_id=i, field_type=assign_fresh_type_ids(f.field_type, next_id))
+            for i, f in zip(ids, t.fields, strict=True)))
+    if isinstance(t, ListType):
+        element_id = next_id()
+        return ListType(element_id, assign_fresh_type_ids(t.element_type, next_id),
+                        t.element_required)
+    if isinstance(t, MapType):
+        key_id, value_id = next_id(), next_id()
+        return MapType(key_id, assign_fresh_type_ids(t.key_type, next_id), value_id,
+                       assign_fresh_type_ids(t.value_type, next_id), t.value_required)
+    return t
+
+
+def unknown_column(struct: StructType, name: str, case_sensitive: bool = True) -> str:
+    """The message for a column name a schema lacks, with the closest names it has:
+    ``unknown column 'idd'; did you mean 'id'?`` (else the first columns)."""
+    names = sorted(index_by_name(struct))
+    if case_sensitive:
+        close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    else:
+        lowered = {n.lower(): n for n in names}
+        hits = difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.6)
+        close = [lowered[h] for h in hits]
+    msg = f"unknown column {name!r}"
+    if close:
+        return msg + "; did you mean " + ", ".join(repr(c) for c in close) + "?"
+    return msg + "; columns: " + ", ".join(names[:20])
 
 
 class Schema:
@@ -167,7 +206,7 @@ class Schema:
         index = self._name_index if case_sensitive else self._lower_name_index
         fid = index.get(name if case_sensitive else name.lower())
         if fid is None:
-            raise ValidationError(f"no field named {name!r} in schema {self.schema_id}")
+            raise ValidationError(unknown_column(self._struct, name, case_sensitive))
         return fid
 
     def find_type(self, key: int | str, case_sensitive: bool = True) -> IcebergType:

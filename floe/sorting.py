@@ -217,7 +217,8 @@ _SUFFIX = re.compile(
 
 
 def parse_sort_by(
-    text: str, schema: Schema, order_id: int = INITIAL_SORT_ORDER_ID
+    text: str, schema: Schema, order_id: int = INITIAL_SORT_ORDER_ID,
+    case_sensitive: bool = True,
 ) -> SortOrder:
     """Build an order from ``"id desc nulls last, day(ts), bucket(16, s) asc"``.
 
@@ -240,6 +241,6 @@ def parse_sort_by(
             null_order = NullOrder.default_for(direction)
         else:
             null_order = NullOrder(f"nulls-{nulls.lower()}")
-        transform, source, _ = parse_term(expr, schema)
+        transform, source, _ = parse_term(expr, schema, case_sensitive)
         fields.append(SortField(source.field_id, transform, direction, null_order))
     return SortOrder(*fields, order_id=order_id)

@@ -21,7 +21,7 @@ __all__ = [
     "TimestamptzNanoType", "StringType", "UUIDType", "FixedType", "BinaryType",
     "UnknownType", "VariantType", "GeometryType", "GeographyType",
     "NestedField", "StructType", "ListType", "MapType",
-    "parse_primitive", "type_from_json", "type_to_json", "can_promote",
+    "parse_primitive", "parse_type", "type_from_json", "type_to_json", "can_promote",
 ]
 
 
@@ -436,6 +436,96 @@ def parse_primitive(text: str) -> PrimitiveType:
             (m.group(2) or GeographyType.DEFAULT_ALGORITHM).lower(),
         )
     raise ValidationError(f"unknown Iceberg type: {text!r}")
+
+
+def parse_type(text: str) -> IcebergType:
+    """A type as a person types it: a primitive (``"decimal(9,2)"``) or a nested type in
+    Spark DDL style, ``struct<x: double, y: double not null>``, ``list<long>``,
+    ``map<string, struct<a: int>>``. Nested field ids are placeholders (0, 1, ...): whoever
+    adds the type to a schema assigns fresh ones. Element and value types are optional."""
+    counter = iter(range(1 << 30))
+    pos = 0
+    s = text.strip()
+
+    def fail(expected: str) -> ValidationError:
+        return ValidationError(f"cannot parse type {text!r} at position {pos}: expected "
+                               f"{expected}")
+
+    def skip() -> None:
+        nonlocal pos
+        while pos < len(s) and s[pos].isspace():
+            pos += 1
+
+    def eat(token: str) -> bool:
+        nonlocal pos
+        skip()
+        if s.startswith(token, pos):
+            pos += len(token)
+            return True
+        return False
+
+    def word() -> str:
+        nonlocal pos
+        skip()
+        start = pos
+        depth = 0
+        while pos < len(s) and (depth or s[pos] not in ",<>:"):
+            depth += s[pos] in "(["
+            depth -= s[pos] in ")]"
+            pos += 1
+        return s[start:pos].strip()
+
+    def one() -> IcebergType:
+        nonlocal pos
+        skip()
+        lower = s[pos:].lower()
+        if lower.startswith("struct<"):
+            pos += len("struct<")
+            fields: list[NestedField] = []
+            while not eat(">"):
+                if fields and not eat(","):
+                    raise fail("',' or '>'")
+                name = word()
+                if not name or not eat(":"):
+                    raise fail("'name: type'")
+                ftype = one()
+                skip()
+                required = False
+                if m := re.match(r"not\s+null", s[pos:], re.IGNORECASE):
+                    pos += m.end()
+                    required = True
+                fields.append(NestedField(next(counter), name, ftype, required))
+            return StructType(*fields)
+        if lower.startswith("list<") or lower.startswith("array<"):
+            pos += lower.index("<") + 1
+            element = one()
+            if not eat(">"):
+                raise fail("'>'")
+            return ListType(next(counter), element, False)
+        if lower.startswith("map<"):
+            pos += len("map<")
+            key = one()
+            if not eat(","):
+                raise fail("','")
+            value = one()
+            if not eat(">"):
+                raise fail("'>'")
+            return MapType(next(counter), key, next(counter), value, False)
+        start = pos
+        name = word()
+        if not name:
+            raise fail("a type")
+        m = re.search(r"\s+not\s+null$", name, re.IGNORECASE)
+        if m:  # leave "not null" to the struct field that owns this type
+            name = name[:m.start()]
+            pos = start + s[start:].index(name) + len(name)
+        return parse_primitive(name)
+
+    result = one()
+    skip()
+    if pos != len(s):
+        raise fail("the end of the type")
+    return result
 
 
 def type_from_json(obj: Any) -> IcebergType:

@@ -15,14 +15,13 @@ satisfy the negative predicates ``!=``, ``NOT IN``, ``NOT STARTS WITH``.
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar
 
 from floe.errors import ValidationError
 from floe.expressions.literals import AboveMax, BelowMin, Literal, literal
-from floe.schema import Schema, index_by_name
+from floe.schema import Schema, unknown_column
 from floe.types import (
     DoubleType,
     FloatType,
@@ -601,19 +600,7 @@ class _Binder:
         return BoundReference(field, Accessor(positions, names))
 
     def _unknown(self, name: str) -> str:
-        names = sorted(index_by_name(self.schema.as_struct()))
-        if self.case_sensitive:
-            close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
-        else:
-            lowered = {n.lower(): n for n in names}
-            hits = difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.6)
-            close = [lowered[h] for h in hits]
-        msg = f"unknown column {name!r}"
-        if close:
-            msg += "; did you mean " + ", ".join(repr(c) for c in close) + "?"
-        else:
-            msg += "; columns: " + ", ".join(names[:20])
-        return msg
+        return unknown_column(self.schema.as_struct(), name, self.case_sensitive)
 
     def bind(self, expr: BooleanExpression) -> BooleanExpression:
         if isinstance(expr, And):
