@@ -27,7 +27,7 @@ from floe.snapshots import (
     SnapshotRef,
     SnapshotRefType,
 )
-from floe.sorting import SortOrder
+from floe.sorting import UNSORTED_SORT_ORDER, SortOrder
 
 __all__ = [
     "LAST_ADDED",
@@ -128,7 +128,8 @@ class AddPartitionSpec(TableUpdate):
     def apply(self, b: _Builder) -> None:
         md = b.md
         for existing in md.partition_specs:
-            if existing.fields == self.spec.fields:
+            # Java reuseOrCreateNewSpecId: fields equal apart from their ids
+            if existing.compatible_with(self.spec):
                 b.last_added_spec_id = existing.spec_id
                 return
         new_id = max((s.spec_id for s in md.partition_specs), default=-1) + 1
@@ -158,6 +159,9 @@ class AddSortOrder(TableUpdate):
     def apply(self, b: _Builder) -> None:
         md = b.md
         if self.sort_order.is_unsorted:
+            # a table created sorted has no order 0 until it is first made unsorted (Java)
+            if md.sort_order_by_id(0) is None:
+                b.replace(sort_orders=md.sort_orders + (UNSORTED_SORT_ORDER,))
             b.last_added_order_id = 0
             return
         for existing in md.sort_orders:
