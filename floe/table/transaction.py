@@ -162,8 +162,14 @@ class Transaction:
 
     @property
     def base_metadata(self) -> TableMetadata:
-        """The metadata this transaction's changes are based on."""
-        return self._base
+        """The metadata the next change builds on: the start metadata with the metadata-only
+        changes staged so far applied (so a spec change sees a column added before it in the
+        same transaction, as in Java's transaction table)."""
+        md = self._base
+        for op in self.operations:
+            if isinstance(op, MetadataOperation):
+                md = apply_updates(md, op.apply(md))
+        return md
 
     # -- evolution builders (each stages its changes into this transaction on commit()) ----
 
