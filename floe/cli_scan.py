@@ -1,7 +1,9 @@
 """``floe scan`` and ``floe plan`` (see ARCHITECTURE.md, "The floe command line").
 
 ``scan`` writes the rows of a table state after deletes as Parquet, or as JSON lines on
-stdout with ``--output -``; ``plan --json`` prints the explained plan of
+stdout with ``--output -``; with ``--from-snapshot A [--to-snapshot B]`` it writes the rows
+appended between two snapshots, and with ``--changelog`` as well the rows inserted and
+deleted (:mod:`floe.scan.incremental`). ``plan --json`` prints the explained plan of
 :func:`floe.scan.plan_files`.
 """
 
@@ -16,6 +18,7 @@ import math
 import os
 import sys
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -27,6 +30,7 @@ from floe.io import FileIO, local_path
 from floe.io.parquet import schema_to_arrow
 from floe.io.readers import read_plan
 from floe.scan import plan_files
+from floe.scan.incremental import changelog, changelog_arrow_schema, plan_appends
 
 __all__ = ["register", "cmd_scan", "cmd_plan", "json_value"]
 
@@ -40,6 +44,15 @@ def register(sub: Any) -> None:
     which.add_argument("--as-of", type=int, dest="as_of", metavar="TIMESTAMP_MS",
                        help="the snapshot current at this time (ms since the epoch)")
     which.add_argument("--ref", help="branch or tag name")
+    which.add_argument("--from-snapshot", type=int, dest="from_snapshot", metavar="ID",
+                       help="read what the snapshots after this one (exclusive) changed")
+    p.add_argument("--to-snapshot", type=int, dest="to_snapshot", metavar="ID",
+                   help="with --from-snapshot: the last snapshot of the range (default: "
+                        "current)")
+    p.add_argument("--changelog", action="store_true",
+                   help="with --from-snapshot: the rows inserted and deleted, with "
+                        "_change_type, _change_ordinal and _commit_snapshot_id (default: the "
+                        "rows appended)")
     p.add_argument("--filter", help="SQL-style predicate")
     p.add_argument("--columns", help="comma-separated column names (default: all)")
     p.add_argument("--output", required=True,
@@ -74,11 +87,26 @@ def _columns(args: argparse.Namespace) -> list[str] | None:
 
 
 def cmd_scan(args: argparse.Namespace) -> None:
-    io, plan = _plan(args, explain=False)
     columns = _columns(args)
+    if args.from_snapshot is None:
+        if args.to_snapshot is not None or args.changelog:
+            flag = "--to-snapshot" if args.to_snapshot is not None else "--changelog"
+            raise ValidationError(f"{flag} needs --from-snapshot")
+        io, plan = _plan(args, explain=False)
+    else:
+        io, _, md = load_table_state(args.table)
+        if args.changelog:
+            _write(changelog(io, md, args.from_snapshot, args.to_snapshot, args.filter,
+                             columns), changelog_arrow_schema(md, columns), args.output)
+            return
+        plan = plan_appends(io, md, args.from_snapshot, args.to_snapshot, args.filter)
     schema = plan.schema.select(*columns) if columns else plan.schema
-    batches = read_plan(io, plan, columns)
-    if args.output == "-":
+    _write(read_plan(io, plan, columns), schema_to_arrow(schema), args.output)
+
+
+def _write(batches: Iterator[pa.RecordBatch], arrow_schema: pa.Schema, output: str) -> None:
+    """Batches as a Parquet file (replaced atomically), or as JSON lines for ``-``."""
+    if output == "-":
         out = sys.stdout
         for batch in batches:
             for row in batch.to_pylist():
@@ -87,8 +115,7 @@ def cmd_scan(args: argparse.Namespace) -> None:
                 out.write("\n")
         out.flush()
         return
-    path = local_path(args.output)
-    arrow_schema = schema_to_arrow(schema)
+    path = local_path(output)
     tmp = f"{path}.floe-tmp"
     try:
         with pq.ParquetWriter(tmp, arrow_schema) as writer:

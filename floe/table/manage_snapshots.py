@@ -40,7 +40,8 @@ from floe.table.updates import (
     TableRequirement,
     TableUpdate,
 )
-from floe.table.validation import CommitValidation, entries_added_by
+from floe.history import entries_added_by
+from floe.table.validation import CommitValidation
 
 if TYPE_CHECKING:
     from floe.table.table import Table

@@ -27,70 +27,24 @@ Every failure is a :class:`~floe.errors.CommitConflict` naming the snapshot and 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from floe.errors import CommitConflict
-from floe.manifest import (
-    DataFile,
-    FileContent,
-    ManifestContent,
-    ManifestEntry,
-    ManifestEntryStatus,
-    read_manifest,
-    read_manifest_list,
-)
+from floe.history import entries_added_by, snapshots_since
+from floe.manifest import DataFile, FileContent, ManifestContent, ManifestEntryStatus
 from floe.metadata import TableMetadata
 from floe.scan.delete_index import DeleteFileIndex
 from floe.scan.filters import ScanFilter
 from floe.snapshots import Operation, Snapshot
 
-__all__ = ["CommitValidation", "snapshots_since", "entries_added_by"]
+__all__ = ["CommitValidation"]
 
 # Java MergingSnapshotProducer: which operations each check looks at
 _ADDS_DATA = frozenset({Operation.APPEND, Operation.OVERWRITE})
 _REMOVES_DATA = frozenset({Operation.OVERWRITE, Operation.REPLACE, Operation.DELETE})
 _ADDS_DELETES = frozenset({Operation.OVERWRITE, Operation.DELETE})
-
-
-def snapshots_since(md: TableMetadata, head: Snapshot | None, start_id: int | None
-                    ) -> list[Snapshot]:
-    """The ancestors of ``head`` committed after ``start_id``, newest first.
-
-    CommitConflict when ``start_id`` is not an ancestor of ``head`` (the branch was rolled
-    back or replaced meanwhile, so what happened since cannot be told).
-    """
-    out: list[Snapshot] = []
-    snap = head
-    while snap is not None and snap.snapshot_id != start_id:
-        out.append(snap)
-        if snap.parent_snapshot_id is None:
-            snap = None
-            break
-        snap = md.snapshot_by_id(snap.parent_snapshot_id)
-    if snap is None and start_id is not None:
-        raise CommitConflict(
-            f"cannot determine the history between the starting snapshot {start_id} and "
-            f"snapshot {head.snapshot_id if head else None}: the branch no longer descends "
-            f"from it (rolled back or replaced by a concurrent commit)")
-    return out
-
-
-def entries_added_by(io: Any, snapshots: Iterable[Snapshot], content: ManifestContent,
-                     operations: Collection[Operation]) -> Iterator[tuple[Snapshot,
-                                                                           ManifestEntry]]:
-    """The ADDED and DELETED entries each snapshot wrote, reading only the manifests that
-    snapshot added (Java ``validationHistory``)."""
-    for snap in snapshots:
-        if snap.operation not in operations or snap.manifest_list is None:
-            continue
-        for m in read_manifest_list(io, snap.manifest_list):
-            if m.content != content or m.added_snapshot_id != snap.snapshot_id:
-                continue
-            for e in read_manifest(io, m):
-                if e.status != ManifestEntryStatus.EXISTING and e.snapshot_id == snap.snapshot_id:
-                    yield snap, e
 
 
 @dataclass

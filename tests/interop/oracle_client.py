@@ -87,6 +87,10 @@ class OracleClient:
     def duckdb(self, sql: str) -> Any:
         return self.request("duckdb", sql=sql)
 
+    def read(self, table: str, options: dict[str, Any]) -> Any:
+        """Rows of ``spark.read.options(...).table(table)`` (e.g. incremental reads)."""
+        return self.request("read", table=table, options=options)
+
     def close(self) -> None:
         if self.proc.poll() is None:
             try:

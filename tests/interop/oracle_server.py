@@ -19,6 +19,9 @@ a failing request never stops the server.  Requests:
 * ``{"op": "pyiceberg_scan", "metadata": PATH, "snapshot_id": null, "inspect": ["files"]}``
   -- PyIceberg ``StaticTable``: ``{"rows", "columns", "metadata", "inspect": {name: rows}}``.
 * ``{"op": "duckdb", "sql": "..."}`` -- rows of one DuckDB query.
+* ``{"op": "read", "table": "oracle.db.t", "options": {"start-snapshot-id": "1"}}`` -- the rows
+  of ``spark.read.options(...).table(...)``: DataFrame read options Spark SQL cannot pass
+  (incremental reads).
 * ``{"op": "ping"}``, ``{"op": "shutdown"}`` (also on end of input).
 
 Spark, the JVM and every library log to the ``--log`` file: stdout is the protocol channel.
@@ -151,6 +154,11 @@ class Server:
             self._duckdb.close()
             self._duckdb = None
             raise
+
+    def op_read(self, req):
+        opts = {str(k): str(v) for k, v in (req.get("options") or {}).items()}
+        df = self.spark.read.options(**opts).table(req["table"])
+        return self.oracle.rows_to_json(df)
 
     # ------------------------------------------------------------------ loop
     def handle(self, req):
