@@ -149,7 +149,8 @@ def snapshot_diff(
     after = list_manifests(to_snapshot) if to_snapshot is not None else []
     shared = {m.manifest_path for m in before} & {m.manifest_path for m in after}
     ptypes: dict[int, StructType] = {}
-    old = _live_files(md, (m for m in before if m.manifest_path not in shared), read_entries, ptypes)
+    old = _live_files(md, (m for m in before if m.manifest_path not in shared), read_entries,
+                      ptypes)
     new = _live_files(md, (m for m in after if m.manifest_path not in shared), read_entries, ptypes)
     added = [row for path, row in sorted(new.items()) if path not in old]
     removed = [row for path, row in sorted(old.items()) if path not in new]

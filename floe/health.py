@@ -95,7 +95,8 @@ def table_health(
     if data_file_sizes is not None:
         small = sum(1 for s in data_file_sizes if s < small_below)
         ratio = _ratio(small, len(data_file_sizes))
-        detail = f"{small} of {len(data_file_sizes)} data files are smaller than {small_below} bytes"
+        detail = (f"{small} of {len(data_file_sizes)} data files are smaller than "
+                  f"{small_below} bytes")
         metrics.append(_metric(
             "small_file_ratio", "Small data files", ratio,
             f"small = under {SMALL_FILE_FRACTION:g} × {TARGET_FILE_SIZE} ({target} bytes) = "

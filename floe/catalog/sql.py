@@ -460,7 +460,8 @@ class SqlPointers:
         depth = len(parent) + 1
         with self.engine.connect() as conn:
             found = {tuple(ns.split(".")) for ns in conn.execute(union(tables, props)).scalars()}
-        return sorted({ns[:depth] for ns in found if len(ns) >= depth and ns[:len(parent)] == parent})
+        return sorted({ns[:depth] for ns in found
+                       if len(ns) >= depth and ns[:len(parent)] == parent})
 
     def namespace_properties(self, namespace: Namespace) -> dict[str, str]:
         p = NAMESPACE_PROPERTIES.c
@@ -470,7 +471,8 @@ class SqlPointers:
         with self.engine.connect() as conn:
             return {k: v for k, v in conn.execute(stmt)}
 
-    def _property_rows(self, namespace: Namespace, props: Mapping[str, str]) -> list[dict[str, str]]:
+    def _property_rows(self, namespace: Namespace, props: Mapping[str, str]
+                       ) -> list[dict[str, str]]:
         return [
             {"catalog_name": self.catalog_name, "namespace": _ns_str(namespace),
              "property_key": k, "property_value": v}
@@ -480,7 +482,8 @@ class SqlPointers:
     def insert_namespace(self, namespace: Namespace, properties: Mapping[str, str]) -> None:
         try:
             with self.engine.begin() as conn:
-                conn.execute(insert(NAMESPACE_PROPERTIES), self._property_rows(namespace, properties))
+                conn.execute(insert(NAMESPACE_PROPERTIES),
+                             self._property_rows(namespace, properties))
         except IntegrityError:
             raise NamespaceAlreadyExists(f"namespace {_ns_str(namespace)} already exists") from None
 
