@@ -7,8 +7,10 @@ for a catalog configured in ``FLOE_CATALOGS`` / ``~/.floe/catalogs.toml``
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from floe.catalog.base import Catalog, TableIdentifier
 from floe.catalog.config import resolve_catalog_table
@@ -17,7 +19,8 @@ from floe.io import FileIO
 from floe.metadata import TableMetadata
 from floe.table import Table
 
-__all__ = ["TABLE_HELP", "load_table_state", "open_table", "open_catalog_for_create"]
+__all__ = ["TABLE_HELP", "load_table_state", "open_table", "open_catalog_for_create",
+           "ProgressBar"]
 
 TABLE_HELP = "table directory, *.metadata.json file, or CATALOG:namespace.table"
 
@@ -64,3 +67,38 @@ def open_catalog_for_create(arg: str) -> Iterator[tuple[Catalog, TableIdentifier
         yield catalog_, ident
     finally:
         catalog_.close()
+
+
+class ProgressBar:
+    """A one-line progress bar on a terminal's stderr for maintenance commands' ``on_progress``
+    reports (quiet when stderr is not a terminal, and with ``--json``)."""
+
+    WIDTH = 30
+
+    def __init__(self, stream: Any = None, enabled: bool | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = self.stream.isatty() if enabled is None else enabled
+        self._last = ""
+
+    def __call__(self, p: Any) -> None:
+        if not self.enabled:
+            return
+        frac = p.fraction
+        if frac is None:
+            bar = f"{p.stage} ... {p.done:,}" if p.done else f"{p.stage} ..."
+        else:
+            filled = int(frac * self.WIDTH)
+            bar = (f"{p.stage} [{'#' * filled}{'.' * (self.WIDTH - filled)}] "
+                   f"{frac * 100:3.0f}% {p.done:,}/{p.total:,}")
+        if p.detail:
+            bar += f"  {p.detail}"
+        line = bar[:120]
+        self.stream.write("\r" + line + " " * max(0, len(self._last) - len(line)))
+        self.stream.flush()
+        self._last = line
+
+    def close(self) -> None:
+        if self.enabled and self._last:
+            self.stream.write("\r" + " " * len(self._last) + "\r")
+            self.stream.flush()
+            self._last = ""
