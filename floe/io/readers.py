@@ -17,7 +17,6 @@ plus the delete sets of the task being read.
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import struct
@@ -40,15 +39,16 @@ from floe.io import FileIO, local_path
 from floe.io.parquet import FIELD_ID_KEY, schema_to_arrow, to_arrow_type
 from floe.manifest import FileContent
 from floe.metadata import TableMetadata
+from floe.name_mapping import MappedField, parse_name_mapping
 from floe.partitioning import PartitionSpec
 from floe.properties import NAME_MAPPING as NAME_MAPPING_PROPERTY
-from floe.scan.delete_index import FILE_PATH_FIELD_ID, POS_FIELD_ID, DeleteFile
+from floe.scan.delete_index import POSITION_DELETE_SCHEMA, DeleteFile
 from floe.scan.planning import FileScanTask, ScanPlan
 from floe.schema import Schema
-from floe.types import LONG, STRING, ListType, MapType, NestedField, PrimitiveType, StructType
+from floe.types import ListType, MapType, NestedField, PrimitiveType, StructType
 
 __all__ = ["read_plan", "read_task", "plan_to_table", "ReadOptions", "UnsupportedDeletes",
-           "NAME_MAPPING_PROPERTY", "DeleteCache"]
+           "NAME_MAPPING_PROPERTY", "DeleteCache", "ROW_POSITION"]
 
 DEFAULT_BATCH_SIZE = 131_072
 
@@ -79,17 +79,18 @@ def _has_ids(schema: pa.Schema) -> bool:
     return any(_field_id(f) is not None for f in schema)
 
 
-def _apply_mapping(fields: Iterable[pa.Field], mapping: list[dict[str, Any]]) -> list[pa.Field]:
+def _apply_mapping(fields: Iterable[pa.Field],
+                   mapping: Sequence[MappedField]) -> list[pa.Field]:
     """Spec "Column Projection" (name mapping): ids for fields that have none, by name."""
-    by_name: dict[str, dict[str, Any]] = {}
+    by_name: dict[str, MappedField] = {}
     for m in mapping:
-        for n in m.get("names", []):
+        for n in m.names:
             by_name[n] = m
     out = []
     for f in fields:
         m = by_name.get(f.name)
-        fid = m.get("field-id") if m else None
-        sub = (m or {}).get("fields") or []
+        fid = m.field_id if m else None
+        sub = (m.fields if m else None) or ()
         t = f.type
         if pa.types.is_struct(t):
             t = pa.struct(_apply_mapping(list(t), sub))
@@ -116,11 +117,7 @@ def file_schema_with_ids(arrow_schema: pa.Schema, md: TableMetadata | None,
         raise ValidationError(
             f"{location}: the data file has no field ids and the table has no "
             f"{NAME_MAPPING_PROPERTY!r} property to map its column names")
-    try:
-        mapping = json.loads(raw)
-    except ValueError as e:
-        raise ValidationError(f"table property {NAME_MAPPING_PROPERTY} is not JSON: {e}") from None
-    return pa.schema(_apply_mapping(list(arrow_schema), mapping))
+    return pa.schema(_apply_mapping(list(arrow_schema), parse_name_mapping(raw).fields))
 
 
 # -- projection by field id --------------------------------------------------------------------
@@ -380,10 +377,6 @@ class DeleteCache:
         return value
 
 
-_POS_SCHEMA = Schema(
-    NestedField(FILE_PATH_FIELD_ID, "file_path", STRING, True),
-    NestedField(POS_FIELD_ID, "pos", LONG, True),
-)
 
 
 def _position_deletes(io: Any, task: FileScanTask, md: TableMetadata | None,
@@ -399,9 +392,10 @@ def _position_deletes(io: Any, task: FileScanTask, md: TableMetadata | None,
             continue
 
         def load(d: DeleteFile = d) -> pa.Table:
-            batches = list(_file_batches(io, d.path, _format(d.data_file), md, _POS_SCHEMA, {},
-                                         DEFAULT_BATCH_SIZE, "position delete file"))
-            return pa.Table.from_batches(batches, schema=schema_to_arrow(_POS_SCHEMA))
+            batches = list(_file_batches(io, d.path, _format(d.data_file), md,
+                                         POSITION_DELETE_SCHEMA, {}, DEFAULT_BATCH_SIZE,
+                                         "position delete file"))
+            return pa.Table.from_batches(batches, schema=schema_to_arrow(POSITION_DELETE_SCHEMA))
 
         table = cache.get_or_load((d.path, ()), load)
         if d.data_file.referenced_data_file == path:
@@ -703,17 +697,31 @@ class ReadOptions:
         return Schema(*fields, schema_id=self.schema.schema_id)
 
 
+#: The column :func:`read_task` adds with ``positions=True``: each row's position in its data
+#: file (Java's ``_pos`` metadata column, ``MetadataColumns.ROW_POSITION``).
+ROW_POSITION = "_pos"
+_POSITION_COLUMN = "\x00floe-row-position"  # while filtering: a name no residual can refer to
+
+
+def _row_positions(start: int, n: int) -> pa.Array:
+    return pc.add(pc.subtract(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), n)), 1),
+                  pa.scalar(start, pa.int64()))
+
+
 def read_task(io: Any, task: FileScanTask, options: ReadOptions,
-              residual: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None
-              ) -> Iterator[pa.RecordBatch]:
+              residual: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None,
+              *, positions: bool = False) -> Iterator[pa.RecordBatch]:
     """The rows of one task after deletes and the residual, as batches of the output schema.
 
     ``residual`` filters a batch of the read schema (rows where it is null are dropped); its
-    ``field_ids`` attribute names the columns it needs.
+    ``field_ids`` attribute names the columns it needs. With ``positions`` every batch ends
+    with an int64 column :data:`ROW_POSITION`: the position of each surviving row in the data
+    file, counted from 0 before any delete (spec "Position Delete Files"), which is what a
+    position delete of that row must name.
     """
     df = task.data_file
     md = options.md
-    positions = _position_deletes(io, task, md, options.delete_cache)
+    deleted_positions = _position_deletes(io, task, md, options.delete_cache)
     eq = [(ids, keys, _SortedKeys(keys.column(0).combine_chunks())
            if len(ids) == 1 and _SortedKeys.usable(keys.schema.field(0).type) else None)
           for ids, keys in _equality_deletes(io, task, md, options.schema, options.delete_cache)]
@@ -723,12 +731,17 @@ def read_task(io: Any, task: FileScanTask, options: ReadOptions,
     spec = md.spec_by_id(task.spec_id) if md is not None else None
     constants = _identity_constants(spec, df.partition, read_schema)
     out_names = [f.name for f in options.output.fields]
-    trim = read_schema is not options.output
-    position_mask = None if positions is None else _PositionMask(positions)
+    out_schema = options.output_arrow
+    if positions:
+        out_schema = out_schema.append(pa.field(ROW_POSITION, pa.int64(), nullable=False))
+    trim = read_schema is not options.output or positions
+    position_mask = None if deleted_positions is None else _PositionMask(deleted_positions)
     row = 0
     for batch in _file_batches(io, df.file_path, _format(df), md, read_schema, constants,
                                options.batch_size):
         n = batch.num_rows
+        if positions:  # a column of the batch, so the delete and residual filters keep it aligned
+            batch = batch.append_column(_POSITION_COLUMN, _row_positions(row, n))
         deleted: pa.Array | None = None
         if position_mask is not None:
             deleted = position_mask.for_rows(row, n)
@@ -741,8 +754,10 @@ def read_task(io: Any, task: FileScanTask, options: ReadOptions,
         if residual is not None and batch.num_rows:
             batch = residual(batch)
         if trim:
-            batch = pa.RecordBatch.from_arrays([batch.column(c) for c in out_names],
-                                               schema=options.output_arrow)
+            columns = [batch.column(c) for c in out_names]
+            if positions:
+                columns.append(batch.column(_POSITION_COLUMN))
+            batch = pa.RecordBatch.from_arrays(columns, schema=out_schema)
         if batch.num_rows:
             yield batch
 

@@ -31,13 +31,19 @@ from floe.conversions import from_bytes
 from floe.errors import ValidationError
 from floe.manifest import DataFile, FileContent, ManifestEntry
 from floe.schema import Schema
-from floe.types import PrimitiveType, StringType
+from floe.types import LONG, STRING, NestedField, PrimitiveType, StringType
 
-__all__ = ["DeleteFile", "DeleteFileIndex", "DeleteMatch", "FILE_PATH_FIELD_ID", "POS_FIELD_ID"]
+__all__ = ["DeleteFile", "DeleteFileIndex", "DeleteMatch", "FILE_PATH_FIELD_ID", "POS_FIELD_ID",
+           "POSITION_DELETE_SCHEMA"]
 
 #: Reserved field ids of position delete files (spec "Position Delete Files").
 FILE_PATH_FIELD_ID = 2147483546
 POS_FIELD_ID = 2147483545
+#: Spec "Position Delete Files": the columns every position delete file has.
+POSITION_DELETE_SCHEMA = Schema(
+    NestedField(FILE_PATH_FIELD_ID, "file_path", STRING, required=True),
+    NestedField(POS_FIELD_ID, "pos", LONG, required=True),
+)
 
 _STRING = StringType()
 

@@ -376,6 +376,8 @@ class Transaction:
             raise ValidationError("this transaction was already committed")
         self._done = True
         table = self.table
+        if not self.operations:
+            return table  # nothing staged: no new metadata version
         try:
             # Java refreshes before every attempt: the first one too, so a long-lived Table
             # does not build on metadata (or files) that are long gone

@@ -20,7 +20,9 @@ conflicts the operation cares about:
   the deleted rows; equality deletes are ignored when the rewritten files keep the starting
   sequence number (compaction), because they still apply to the new files;
 * ``required_files``: a data file that new position deletes point at was removed
-  (``validateDataFilesExist``).
+  (``validateDataFilesExist``); with ``required_files_skip_deletes`` only by an overwrite or a
+  rewrite, since rows a concurrent delete removed are gone either way (Java for a DELETE
+  command, which does not call ``validateDeletedFiles``).
 
 Every failure is a :class:`~floe.errors.CommitConflict` naming the snapshot and the file.
 """
@@ -45,6 +47,7 @@ __all__ = ["CommitValidation"]
 _ADDS_DATA = frozenset({Operation.APPEND, Operation.OVERWRITE})
 _REMOVES_DATA = frozenset({Operation.OVERWRITE, Operation.REPLACE, Operation.DELETE})
 _ADDS_DELETES = frozenset({Operation.OVERWRITE, Operation.DELETE})
+_REWRITES_DATA = frozenset({Operation.OVERWRITE, Operation.REPLACE})
 
 
 @dataclass
@@ -67,6 +70,7 @@ class CommitValidation:
     replaced_sequence_number: int | None = None
     ignore_equality_deletes: bool = False
     required_files: Collection[str] = ()
+    required_files_skip_deletes: bool = False
     case_sensitive: bool = True
     _filter_cache: dict[int, ScanFilter] = field(default_factory=dict, repr=False)
 
@@ -121,7 +125,8 @@ class CommitValidation:
 
     def _check_required(self, io: Any, history: list[Snapshot]) -> None:
         required = set(self.required_files)
-        for snap, e in entries_added_by(io, history, ManifestContent.DATA, _REMOVES_DATA):
+        ops = _REWRITES_DATA if self.required_files_skip_deletes else _REMOVES_DATA
+        for snap, e in entries_added_by(io, history, ManifestContent.DATA, ops):
             if e.status == ManifestEntryStatus.DELETED and e.data_file.file_path in required:
                 raise CommitConflict(
                     f"cannot commit, missing data file: {e.data_file.file_path} was removed "

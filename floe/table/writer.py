@@ -54,6 +54,7 @@ __all__ = [
     "metrics_modes",
     "partition_rows",
     "write_data_files",
+    "data_dir",
 ]
 
 
@@ -191,7 +192,7 @@ def partition_rows(md: TableMetadata, rows: pa.Table) -> list[tuple[tuple[Any, .
     return [(key, rows.take(pa.array(idx))) for key, idx in groups.items()]
 
 
-def _data_dir(md: TableMetadata) -> str:
+def data_dir(md: TableMetadata) -> str:
     return md.properties.get(DATA_PATH) or f"{md.location.rstrip('/')}/data"
 
 
@@ -217,7 +218,7 @@ def write_data_files(
         raise ValidationError(f"table property {TARGET_FILE_SIZE} must be positive")
     compression = md.properties.get(PARQUET_COMPRESSION, PARQUET_COMPRESSION_DEFAULT)
     op = operation_id if operation_id is not None else uuid.uuid4()
-    data_dir = _data_dir(md)
+    directory = data_dir(md)
     files: list[DataFile] = []
     count = 0
     for partition, part_rows in partition_rows(md, rows):
@@ -235,7 +236,7 @@ def write_data_files(
             per_row = max(1e-3, len(data) / max(1, chunk.num_rows))
             count += 1
             name = f"{0:05d}-{task_id}-{op}-{count:05d}.parquet"
-            path = "/".join(p for p in (data_dir, sub, name) if p)
+            path = "/".join(p for p in (directory, sub, name) if p)
             io.write(path, data)
             if written is not None:
                 written.append(path)
