@@ -1,12 +1,16 @@
-"""``floe create`` and ``floe append`` (ARCHITECTURE.md: the ``floe`` command contract).
+"""``floe create``, ``append``, ``delete`` and ``overwrite`` (ARCHITECTURE.md: the ``floe``
+command contract).
 
-``TABLE`` is a file-system table directory. Each command is one commit and prints the new
-metadata location.
+Each command is one commit and prints the new metadata location; ``delete --dry-run`` prints
+what a real run would remove or rewrite instead (``--json``: one JSON document with the full
+paths).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from typing import Any
 
 import pyarrow as pa
@@ -20,6 +24,7 @@ from floe.partitioning import UNPARTITIONED, parse_partition_by
 from floe.schema import Schema
 from floe.sorting import UNSORTED_SORT_ORDER, parse_sort_by
 from floe.table import Table
+from floe.table.row_level import plan_delete
 from floe.table.writer import write_data_files
 from floe.types import (
     BINARY,
@@ -135,6 +140,53 @@ def _append(table: Table, paths: list[str]) -> None:
     table.new_transaction().append_files(files, owned_files=written).commit()
 
 
+def cmd_delete(args: argparse.Namespace) -> None:
+    with open_table(args.table) as table:
+        if args.dry_run:
+            plan = plan_delete(table.io, table.metadata, args.filter, mode=args.mode,
+                               branch=args.branch)
+            doc = plan.to_json()
+            if args.json:
+                json.dump(doc, sys.stdout)
+                sys.stdout.write("\n")
+                return
+            verb = "rewrite" if plan.mode == "copy-on-write" else "add position deletes to"
+            print(f"{plan.mode} delete of {doc['row_filter']} on {plan.branch} "
+                  f"(snapshot {plan.snapshot_id})")
+            print(f"  remove {len(plan.removed)} data file(s) whole "
+                  f"({plan.rows_in_removed_files:,} rows)")
+            print(f"  {verb} {len(plan.partial)} data file(s) that may match partly "
+                  f"({plan.rows_in_partial_files:,} rows)")
+            print(f"  about {plan.estimated_deleted_rows:,} rows deleted (an estimate)")
+            for t in plan.removed:
+                print(f"  - {t.data_file.file_path}")
+            for t in plan.partial:
+                print(f"  ~ {t.data_file.file_path}")
+            return
+        table.delete_where(args.filter, mode=args.mode, branch=args.branch,
+                           isolation_level=args.isolation_level)
+    print(table.metadata_location)
+
+
+def _read_files(paths: list[str]) -> pa.Table:
+    tables = [pq.read_table(local_path(p)) for p in paths]
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="default")
+
+
+def cmd_overwrite(args: argparse.Namespace) -> None:
+    if (args.filter is None) == (not args.dynamic):
+        raise ValidationError("give either --filter EXPR or --dynamic")
+    rows = _read_files(args.files)
+    with open_table(args.table) as table:
+        if args.dynamic:
+            table.overwrite_partitions(rows, branch=args.branch,
+                                       isolation_level=args.isolation_level)
+        else:
+            table.overwrite_by_filter(args.filter, rows, branch=args.branch,
+                                      isolation_level=args.isolation_level)
+    print(table.metadata_location)
+
+
 def register(subparsers: Any) -> None:
     """Add ``create`` and ``append`` to the ``floe`` command's subparsers."""
     p = subparsers.add_parser("create", help="create an empty file-system table")
@@ -151,3 +203,30 @@ def register(subparsers: Any) -> None:
     p.add_argument("table", help=TABLE_HELP)
     p.add_argument("files", nargs="+", metavar="FILE.parquet")
     p.set_defaults(func=cmd_append)
+
+    p = subparsers.add_parser("delete", help="delete the rows matching a filter (one commit)")
+    p.add_argument("table", help=TABLE_HELP)
+    p.add_argument("--filter", required=True, help="SQL-style predicate")
+    p.add_argument("--mode", choices=("copy-on-write", "merge-on-read"),
+                   help="default: the table's write.delete.mode")
+    _write_options(p)
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the files a real run removes or rewrites; change nothing")
+    p.add_argument("--json", action="store_true", help="with --dry-run: one JSON document")
+    p.set_defaults(func=cmd_delete)
+
+    p = subparsers.add_parser("overwrite", help="replace the rows matching a filter, or the "
+                              "partitions written (--dynamic), by new rows")
+    p.add_argument("table", help=TABLE_HELP)
+    p.add_argument("files", nargs="+", metavar="FILE.parquet")
+    p.add_argument("--filter", help="rows to replace (the new rows must match it)")
+    p.add_argument("--dynamic", action="store_true",
+                   help="replace every partition the new rows are written to")
+    _write_options(p)
+    p.set_defaults(func=cmd_overwrite)
+
+
+def _write_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--branch", default="main", help="branch to commit to (default: main)")
+    p.add_argument("--isolation-level", choices=("serializable", "snapshot"),
+                   help="conflicts to check on retry (default: the table's)")
