@@ -7,7 +7,7 @@ bounds use the spec's JSON single-value serialisation).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from floe import conversions
@@ -141,6 +141,14 @@ def _json_value(field: NestedField, value: Any) -> Any:
 
 def _partition_json(ptype: StructType, values: tuple[Any, ...] | Any) -> dict[str, Any]:
     return {f.name: _json_value(f, v) for f, v in zip(ptype.fields, tuple(values), strict=False)}
+
+
+def partition_json(md: TableMetadata, spec_id: int, partition: Sequence[Any]) -> dict[str, Any]:
+    """A partition tuple of spec ``spec_id`` as ``{partition field name: JSON value}``."""
+    spec = md.spec_by_id(spec_id)
+    if spec is None or spec.is_unpartitioned:
+        return {}
+    return _partition_json(partition_type_for(md, spec), partition)
 
 
 def _bound_json(field: NestedField, raw: bytes | None) -> Any:
