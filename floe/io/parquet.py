@@ -227,15 +227,13 @@ def collect_metrics(
 
 
 def _min_max(t: PrimitiveType, arr: pa.Array) -> tuple[Any, Any]:
-    if isinstance(t, (BinaryType, FixedType, UUIDType)):
-        values = sorted(bytes(v) for v in arr.to_pylist())
-        return values[0], values[-1]
-    if isinstance(t, StringType):
-        # Iceberg compares strings by their UTF-8 bytes (= by code point), as Python does.
-        values = arr.to_pylist()
-        return min(values), max(values)
+    # Arrow compares strings and binaries by their bytes: Iceberg's order (for strings, UTF-8
+    # bytes = code points), without turning a whole column into Python objects
     mm = pc.min_max(arr)
-    return mm["min"].as_py(), mm["max"].as_py()
+    lo, hi = mm["min"].as_py(), mm["max"].as_py()
+    if isinstance(t, (BinaryType, FixedType, UUIDType)) and lo is not None:
+        return bytes(lo), bytes(hi)
+    return lo, hi
 
 
 def _sizes_by_field_id(schema: Schema, by_path: dict[str, int]) -> dict[int, int]:
