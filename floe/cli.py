@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from floe import cli_evolve, cli_manage, cli_scan, cli_write, inspect
+from floe import cli_evolve, cli_maintenance, cli_manage, cli_scan, cli_write, inspect
 from floe.cli_common import TABLE_HELP, load_table_state
 from floe.errors import FloeError
 from floe.io import FileIO
@@ -129,6 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_scan.register(sub)
     cli_manage.register(sub)
     cli_evolve.register(sub)
+    cli_maintenance.register(sub)
     return parser
 
 

@@ -1,0 +1,190 @@
+"""Maintenance commands: ``floe expire``, ``remove-orphans``, ``compact``,
+``rewrite-manifests``, ``rewrite-position-deletes``, ``remove-dangling-deletes``
+(ARCHITECTURE.md: the ``floe`` command contract).
+
+Each draws a progress bar on a terminal's stderr (none with ``--json``). ``--dry-run`` changes
+nothing and lists exactly what a real run would delete or rewrite; with ``--json`` it prints
+one JSON document whose file entries are full paths, as stored in the metadata. A real run
+prints a short summary, or its result as one JSON document with ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from floe.cli_common import TABLE_HELP, ProgressBar, open_table
+from floe.errors import ValidationError
+
+__all__ = ["register"]
+
+
+def _options(items: list[str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValidationError(f"--option {item!r}: expected KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _run(args: argparse.Namespace, run: Callable[[Any, Any], Any],
+         summary: Callable[[Any], list[str]]) -> None:
+    """Open the table, run with a progress bar, print the result."""
+    bar = ProgressBar(enabled=False if args.json else None)
+    with open_table(args.table) as table:
+        try:
+            result = run(table, bar)
+        finally:
+            bar.close()
+    if args.json:
+        json.dump(result.to_json(), sys.stdout)
+        sys.stdout.write("\n")
+        return
+    for line in summary(result):
+        print(line)
+
+
+def _paths(label: str, paths: Any) -> list[str]:
+    paths = list(paths)
+    return [f"{label}: {len(paths)}"] + [f"  {p}" for p in paths]
+
+
+# -- compaction and manifests ---------------------------------------------------------------------
+
+
+def cmd_compact(args: argparse.Namespace) -> None:
+    options = _options(args.option)
+    if args.target_file_size is not None:
+        options["target-file-size-bytes"] = str(args.target_file_size)
+    strategy = "sort" if args.sort is not None else None
+    sort_order = args.sort or None  # "--sort" alone: the table's sort order
+
+    def run(table: Any, bar: Any) -> Any:
+        if args.engine == "spark":
+            from floe.spark.compaction import compact as spark_compact
+
+            if args.dry_run:
+                raise ValidationError("--dry-run plans without an engine: drop --engine spark")
+            return spark_compact(table, options, filter=args.filter, strategy=strategy,
+                                 sort_order=sort_order, branch=args.branch, on_progress=bar)
+        from floe.maintenance.compaction import compact
+
+        return compact(table, options, filter=args.filter, strategy=strategy,
+                       sort_order=sort_order, branch=args.branch, dry_run=args.dry_run,
+                       on_progress=bar)
+
+    def summary(r: Any) -> list[str]:
+        verb = "would rewrite" if r.dry_run else "rewrote"
+        lines = [f"{verb} {r.rewritten_data_files_count} data file(s), "
+                 f"{r.rewritten_bytes_count:,} bytes, in {len(r.groups)} group(s)"]
+        if not r.dry_run:
+            lines.append(f"added {r.added_data_files_count} data file(s); snapshots "
+                         f"{', '.join(map(str, r.snapshot_ids)) or '(none)'}")
+        if r.failures:
+            lines.append(f"{len(r.failures)} group(s) failed: "
+                         + "; ".join(str(g.error) for g in r.failures))
+        if r.note:
+            lines.append(r.note)
+        for g in r.groups:
+            lines.append(f"  group {g.global_index} {json.dumps(dict(g.partition), default=str)}: "
+                         f"{len(g.rewritten_files)} file(s) -> {g.expected_output_files}")
+            lines += [f"    {p}" for p in g.rewritten_files]
+        return lines
+
+    _run(args, run, summary)
+
+
+def cmd_rewrite_manifests(args: argparse.Namespace) -> None:
+    from floe.maintenance.rewrite_manifests import rewrite_manifests
+
+    sort_by = [s.strip() for s in args.sort_by.split(",")] if args.sort_by else None
+
+    def run(table: Any, bar: Any) -> Any:
+        return rewrite_manifests(table, spec_id=args.spec_id, sort_by=sort_by,
+                                 target_size_bytes=args.target_size, branch=args.branch,
+                                 dry_run=args.dry_run, on_progress=bar)
+
+    def summary(r: Any) -> list[str]:
+        if not r.rewritten_manifests:
+            return ["nothing to rewrite"]
+        verb = "would rewrite" if r.dry_run else "rewrote"
+        lines = _paths(f"{verb} manifests", r.rewritten_manifests)
+        if not r.dry_run:
+            lines += _paths("into", r.added_manifests)
+        return lines
+
+    _run(args, run, summary)
+
+
+def cmd_rewrite_position_deletes(args: argparse.Namespace) -> None:
+    from floe.maintenance.rewrite_deletes import rewrite_position_deletes
+
+    def run(table: Any, bar: Any) -> Any:
+        return rewrite_position_deletes(table, options=_options(args.option),
+                                        filter=args.filter, branch=args.branch,
+                                        dry_run=args.dry_run, on_progress=bar)
+
+    def summary(r: Any) -> list[str]:
+        return [json.dumps(r.to_json(), default=str)]
+
+    _run(args, run, summary)
+
+
+def cmd_remove_dangling_deletes(args: argparse.Namespace) -> None:
+    from floe.maintenance.rewrite_deletes import remove_dangling_deletes
+
+    def run(table: Any, bar: Any) -> Any:
+        return remove_dangling_deletes(table, branch=args.branch, dry_run=args.dry_run,
+                                       on_progress=bar)
+
+    def summary(r: Any) -> list[str]:
+        return [json.dumps(r.to_json(), default=str)]
+
+    _run(args, run, summary)
+
+
+def register(subparsers: Any) -> None:
+    """Add the maintenance commands to the ``floe`` command's subparsers."""
+
+    def command(name: str, func: Any, help_text: str) -> argparse.ArgumentParser:
+        p = subparsers.add_parser(name, help=help_text)
+        p.add_argument("table", help=TABLE_HELP)
+        p.add_argument("--dry-run", action="store_true",
+                       help="list what a real run would delete or rewrite; change nothing")
+        p.add_argument("--json", action="store_true", help="one JSON document on stdout")
+        p.set_defaults(func=func)
+        return p
+
+    p = command("compact", cmd_compact,
+                "rewrite small files and files with many deletes (Java rewrite_data_files)")
+    p.add_argument("--filter", help="only files that may hold rows matching it")
+    p.add_argument("--target-file-size", type=int, metavar="BYTES")
+    p.add_argument("--sort", nargs="?", const="", metavar="ORDER",
+                   help="sort strategy, by the table's sort order or ORDER ('id desc, ...')")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE",
+                   help="a rewrite_data_files option, e.g. min-input-files=2 (repeatable)")
+    p.add_argument("--engine", choices=("local", "spark"), default="local")
+    p.add_argument("--branch", default="main")
+
+    p = command("rewrite-manifests", cmd_rewrite_manifests,
+                "cluster the manifests of a spec by partition")
+    p.add_argument("--spec-id", type=int)
+    p.add_argument("--sort-by", metavar="FIELD[,FIELD]", help="partition fields to cluster by")
+    p.add_argument("--target-size", type=int, metavar="BYTES",
+                   help="default: commit.manifest.target-size-bytes")
+    p.add_argument("--branch", default="main")
+
+    p = command("rewrite-position-deletes", cmd_rewrite_position_deletes,
+                "bin-pack position delete files, dropping entries of removed data files")
+    p.add_argument("--filter")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE")
+    p.add_argument("--branch", default="main")
+
+    p = command("remove-dangling-deletes", cmd_remove_dangling_deletes,
+                "remove delete files that apply to no live data file")
+    p.add_argument("--branch", default="main")
