@@ -9,9 +9,10 @@ from explorer.models import TaskRun
 
 class CatalogSerializer(serializers.Serializer):
     name = serializers.CharField()
-    type = serializers.CharField()
-    warehouse = serializers.CharField()
-    exists = serializers.BooleanField()
+    type = serializers.CharField(help_text="filesystem or sql")
+    warehouse = serializers.CharField(
+        allow_null=True, help_text="The directory the catalog's tables must stay inside")
+    exists = serializers.BooleanField(help_text="Whether the warehouse directory exists")
 
 
 class NamespaceSerializer(serializers.Serializer):
@@ -25,7 +26,8 @@ class TableSerializer(serializers.Serializer):
     namespace = serializers.CharField()
     name = serializers.CharField()
     identifier = serializers.CharField()
-    location = serializers.CharField()
+    location = serializers.CharField(
+        allow_null=True, help_text="From the metadata; null when the table cannot be read")
     metadata_location = serializers.CharField(allow_null=True)
     format_version = serializers.IntegerField(allow_null=True)
     current_snapshot_id = serializers.IntegerField(allow_null=True)

@@ -40,30 +40,24 @@ class NamespaceViewSet(viewsets.GenericViewSet):
     serializer_class = serializers.NamespaceSerializer
 
     def list(self, request: Request, catalog: str) -> Response:
-        rows = selectors.catalog_namespaces(catalog=selectors.catalog_get(name=catalog))
+        rows = selectors.catalog_namespaces(catalog=catalog)
         page = self.paginate_queryset(rows)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
 
-@extend_schema_view(
-    list=extend_schema(parameters=[CATALOG, NAMESPACE, QUERY]),
-    retrieve=extend_schema(parameters=[CATALOG, NAMESPACE, TABLE]),
-)
+@extend_schema_view(list=extend_schema(parameters=[CATALOG, NAMESPACE, QUERY]))
 class TableViewSet(viewsets.GenericViewSet):
+    """The tables of a namespace (and of the namespaces below it); one table's detail is
+    api.views_table.TableDetailView."""
+
     serializer_class = serializers.TableSerializer
 
     def list(self, request: Request, catalog: str, ns: str) -> Response:
         refs = selectors.catalog_table_refs(
-            catalog=selectors.catalog_get(name=catalog), namespace=ns,
-            query=request.query_params.get("q", ""),
-        )
+            catalog=catalog, namespace=ns, query=request.query_params.get("q", ""))
         # Only the tables of this page are read.
         page = selectors.table_rows(refs=self.paginate_queryset(refs))
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
-
-    def retrieve(self, request: Request, catalog: str, ns: str, table: str) -> Response:
-        row = selectors.table_get(catalog=selectors.catalog_get(name=catalog), namespace=ns, name=table)
-        return Response(self.get_serializer(row).data)
 
 
 class TaskRunViewSet(

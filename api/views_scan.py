@@ -93,12 +93,11 @@ class PlanView(GenericAPIView):  # type: ignore[type-arg]
         responses={200: ScanPlanSerializer},
     )
     def get(self, request: Request, catalog: str, ns: str, table: str) -> Response:
-        state = scan.table_state(catalog=selectors.catalog_get(name=catalog), namespace=ns,
-                                 name=table)
+        t = selectors.table_load(catalog=catalog, namespace=ns, name=table)
         q = request.query_params
         selection = scan.selection_parse(snapshot=q.get("snapshot"), ref=q.get("ref"))
-        row_filter = scan.filter_check(state=state, selection=selection, text=q.get("filter", ""))
-        plan = scan.table_plan(state=state, selection=selection, row_filter=row_filter)
+        row_filter = scan.filter_check(table=t, selection=selection, text=q.get("filter", ""))
+        plan = scan.table_plan(table=t, selection=selection, row_filter=row_filter)
         page = self.paginate_queryset(scan.plan_manifests(plan))
         assert page is not None and self.paginator is not None
         paged = self.paginator.get_paginated_response(scan.plan_manifest_json(plan, page)).data

@@ -1,6 +1,7 @@
 """One table's endpoints under ``/api/catalogs/{catalog}/namespaces/{ns}/tables/{table}/``:
 the detail, snapshots (paged), one snapshot, its manifests, its files (paged), refs, history,
-diff. Thin: validate the query, call explorer.selectors_table, serialize."""
+diff. Thin: open the table (explorer.selectors.table_load), validate the query, call
+explorer.selectors_table, serialize."""
 
 from __future__ import annotations
 
@@ -15,14 +16,17 @@ from rest_framework.response import Response
 
 from api import serializers_table as s
 from api.views import CATALOG, NAMESPACE, TABLE
+from explorer import selectors
 from explorer import selectors_table as st
+from floe.table import Table
 
 SNAPSHOT = OpenApiParameter("snapshot_id", OpenApiTypes.INT64, OpenApiParameter.PATH, description="Snapshot id")
 _TABLE = [CATALOG, NAMESPACE, TABLE]
 
 
-def _open(kwargs: dict[str, Any]) -> st.OpenTable:
-    return st.table_open(catalog=kwargs["catalog"], namespace=kwargs["ns"], name=kwargs["table"])
+def _open(kwargs: dict[str, Any]) -> Table:
+    return selectors.table_load(catalog=kwargs["catalog"], namespace=kwargs["ns"],
+                                name=kwargs["table"])
 
 
 class _TableView(GenericAPIView):  # type: ignore[type-arg]

@@ -156,10 +156,11 @@ def _warm(client: Any, url: str, runs: int) -> tuple[list[float], dict[str, int]
 
 def _metadata_floor(warehouse: str) -> None:
     """What every cold request pays first: parsing the table's metadata file."""
-    from explorer.selectors import current_metadata_location
+    from floe.catalog.filesystem import resolve_metadata_location
+    from floe.io import FileIO
     from floe.metadata import parse_metadata
 
-    location = current_metadata_location(os.path.join(warehouse, NAMESPACE, TABLE))
+    location = resolve_metadata_location(FileIO(), os.path.join(warehouse, NAMESPACE, TABLE))
     with open(location, "rb") as f:
         data = f.read()
     t0 = time.perf_counter()

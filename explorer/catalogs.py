@@ -1,30 +1,266 @@
-"""The catalogs the explorer knows, from settings.
+"""The catalogs the explorer browses, all of them ``floe.catalog`` catalogs.
 
-For now one file-system catalog named ``local`` over ``FLOE_WAREHOUSE`` (tables at
-``<warehouse>/<namespace>/<table>/metadata/``, as Spark's Hadoop catalog writes them).
+* every catalog of the floe catalog file (``FLOE_CATALOGS``, default
+  ``~/.floe/catalogs.toml`` when it exists; the file the ``floe`` command reads, parsed by
+  :mod:`floe.catalog.config`): file-system and SQL catalogs;
+* ``local``: a file-system catalog over ``FLOE_WAREHOUSE``, unless the file configures a
+  catalog of that name (the command line's rule).
+
+Catalog objects are created on first use and kept (a SQL catalog holds a connection pool);
+a changed catalog file or warehouse setting makes a fresh set. A catalog that cannot be
+created (its database is down) is :class:`explorer.errors.CatalogUnavailable` (503) and is
+tried again on the next request; the others keep working.
+
+The one confinement rule: every catalog reads files through a :class:`WarehouseIO`, which
+opens a file only when its real path (symlinks resolved) is inside the catalog's warehouse.
+Anything else, a table directory that is a symlink to elsewhere, a metadata file, manifest
+list, manifest or data file named outside, is :class:`explorer.errors.OutsideWarehouse`: the
+same error and the same status (422, a file the request needs cannot be read) on every page
+and endpoint.
+Names only (listing directories, existence checks) are not confined.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
 
 from django.conf import settings
+from sqlalchemy.exc import SQLAlchemyError
+
+from explorer.cache import CACHE
+from explorer.errors import CatalogUnavailable, OutsideWarehouse
+from floe.catalog.base import Catalog
+from floe.catalog.config import CatalogConfig, default_config_path, load_catalogs
+from floe.errors import FloeError, NotFound, ValidationError
+from floe.io import FileIO, local_path
+
+__all__ = [
+    "LOCAL_CATALOG",
+    "CatalogInfo",
+    "WarehouseIO",
+    "catalog_call",
+    "catalog_get",
+    "catalog_info",
+    "catalog_infos",
+    "catalog_names",
+    "check_configuration",
+    "check_inside",
+    "close_catalogs",
+]
+
+logger = logging.getLogger(__name__)
 
 LOCAL_CATALOG = "local"
-FILESYSTEM = "filesystem"
+
+
+# --- confinement ------------------------------------------------------------------------------
+
+
+def _real_root(warehouse: str | None) -> str | None:
+    if not warehouse:
+        return None
+    try:
+        return os.path.realpath(local_path(warehouse))
+    except ValidationError:  # s3:// and friends: nothing local to confine to
+        return None
+
+
+class WarehouseIO(FileIO):
+    """A :class:`~floe.io.FileIO` that reads and writes only inside one warehouse, symlinks
+    resolved. Existence checks and listings pass through (they reveal names, not content)."""
+
+    def __init__(self, catalog: str, warehouse: str | None) -> None:
+        self.catalog = catalog
+        self.warehouse = warehouse
+        self.root = _real_root(warehouse)
+
+    def check(self, location: str) -> None:
+        """OutsideWarehouse unless ``location`` (resolved) is inside the warehouse."""
+        if self.root is None:
+            raise OutsideWarehouse(
+                location, f"catalog {self.catalog!r} has no local warehouse directory, and the "
+                "explorer reads only inside a catalog's warehouse; not read")
+        try:
+            real = os.path.realpath(local_path(location))
+        except ValidationError:
+            real = None
+        if real is None or os.path.commonpath([self.root, real]) != self.root:
+            raise OutsideWarehouse(
+                location, f"outside the warehouse {self.warehouse} of catalog "
+                f"{self.catalog!r} (symlinks resolved); not read")
+
+    def open(self, location: str) -> BinaryIO:
+        self.check(location)
+        return super().open(location)
+
+    def size(self, location: str) -> int:
+        self.check(location)
+        return super().size(location)
+
+    def write(self, location: str, data: bytes, overwrite: bool = False) -> None:
+        self.check(location)
+        super().write(location, data, overwrite)
+
+    def delete(self, location: str, missing_ok: bool = False) -> None:
+        self.check(location)
+        super().delete(location, missing_ok)
+
+
+# --- the configured catalogs ------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class Catalog:
+class CatalogInfo:
+    """What the pages and the API say about a catalog, known without connecting to it."""
+
     name: str
     type: str
-    warehouse: str
+    warehouse: str | None
 
     @property
     def exists(self) -> bool:
-        return os.path.isdir(self.warehouse)
+        """Whether the warehouse directory exists (a file-system catalog without it is empty)."""
+        root = _real_root(self.warehouse)
+        return root is not None and os.path.isdir(root)
 
 
-def configured_catalogs() -> list[Catalog]:
-    return [Catalog(name=LOCAL_CATALOG, type=FILESYSTEM, warehouse=settings.FLOE_WAREHOUSE)]
+def _config_file() -> Path:
+    return Path(settings.FLOE_CATALOGS) if settings.FLOE_CATALOGS else default_config_path()
+
+
+def _config_key() -> tuple[object, ...]:
+    """Changes whenever the catalogs would: the file (path, size, mtime) and the warehouse."""
+    path = _config_file()
+    try:
+        stat = path.stat()
+        version: tuple[int, int] | None = (stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        version = None
+    return (settings.FLOE_CATALOGS, str(path), version, settings.FLOE_WAREHOUSE)
+
+
+class _Registry:
+    """The catalogs of one configuration; catalog objects are created on first use."""
+
+    def __init__(self, key: tuple[object, ...], configs: dict[str, CatalogConfig]) -> None:
+        self.key = key
+        self.configs = configs
+        self.catalogs: dict[str, Catalog] = {}
+        self.lock = threading.Lock()
+
+    def get(self, name: str) -> Catalog:
+        config = self.configs.get(name)
+        if config is None:
+            raise NotFound(f"catalog {name!r} does not exist")
+        with self.lock:
+            catalog = self.catalogs.get(name)
+        if catalog is not None:
+            return catalog
+        # Connect outside the lock: a database that does not answer must not hold up the
+        # requests for the other catalogs.
+        try:
+            created = config.create(WarehouseIO(name, config.options.get("warehouse")))
+        except (FloeError, SQLAlchemyError, OSError) as exc:
+            raise CatalogUnavailable(
+                f"catalog {name!r} ({config.type}, from {config.source}) is unavailable: "
+                f"{exc}") from exc
+        with self.lock:
+            catalog = self.catalogs.setdefault(name, created)
+        if catalog is not created:  # another request created it meanwhile
+            created.close()
+        return catalog
+
+    def close(self) -> None:
+        with self.lock:
+            for catalog in self.catalogs.values():
+                with contextlib.suppress(Exception):  # closing must not fail a request
+                    catalog.close()
+            self.catalogs.clear()
+
+
+_registry: _Registry | None = None
+_registry_lock = threading.Lock()
+
+
+def _current() -> _Registry:
+    global _registry
+    key = _config_key()
+    registry = _registry
+    if registry is not None and registry.key == key:
+        return registry
+    with _registry_lock:
+        if _registry is not None and _registry.key == key:
+            return _registry
+        file = settings.FLOE_CATALOGS or None
+        try:
+            configs = load_catalogs(file, warehouse=settings.FLOE_WAREHOUSE)
+        except FloeError as exc:
+            raise CatalogUnavailable(f"the catalog file cannot be used: {exc}") from exc
+        old, _registry = _registry, _Registry(key, configs)
+    if old is not None:
+        old.close()
+        CACHE.clear()  # cached tables hold the old catalog objects
+    return _registry
+
+
+def catalog_names() -> list[str]:
+    """The configured catalog names, ``local`` first."""
+    return sorted(_current().configs, key=lambda n: (n != LOCAL_CATALOG, n))
+
+
+def catalog_infos() -> list[CatalogInfo]:
+    configs = _current().configs
+    return [_info(configs[n]) for n in catalog_names()]
+
+
+def catalog_info(name: str) -> CatalogInfo:
+    config = _current().configs.get(name)
+    if config is None:
+        raise NotFound(f"catalog {name!r} does not exist")
+    return _info(config)
+
+
+def _info(config: CatalogConfig) -> CatalogInfo:
+    return CatalogInfo(config.name, config.type, config.options.get("warehouse"))
+
+
+def catalog_get(name: str) -> Catalog:
+    """The catalog object called ``name`` (NotFound when none is configured)."""
+    return _current().get(name)
+
+
+def close_catalogs() -> None:
+    """Close every catalog created so far (they are created again when next used)."""
+    registry = _registry
+    if registry is not None:
+        registry.close()
+
+
+def check_inside(catalog: Catalog, location: str) -> None:
+    """OutsideWarehouse unless ``location`` is inside ``catalog``'s warehouse: for reads
+    served from a cache keyed by path, which never reach the catalog's WarehouseIO."""
+    if isinstance(catalog.io, WarehouseIO):
+        catalog.io.check(location)
+
+
+@contextlib.contextmanager
+def catalog_call(catalog: Catalog) -> Iterator[None]:
+    """Around a call to a catalog: its database failing is CatalogUnavailable, not a 500."""
+    try:
+        yield
+    except SQLAlchemyError as exc:
+        logger.warning("catalog %s: %s", catalog.name, exc)
+        raise CatalogUnavailable(f"catalog {catalog.name!r} is unavailable: {exc}") from exc
+
+
+def check_configuration() -> list[CatalogInfo]:
+    """The configured catalogs, read now (for ``explorer.run``: a broken catalog file stops
+    the process at start, naming the file)."""
+    return catalog_infos()

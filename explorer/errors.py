@@ -1,4 +1,5 @@
-"""The one mapping from floe's domain errors to HTTP statuses, for pages and the API alike."""
+"""The one mapping from floe's domain errors to HTTP statuses, for pages and the API alike,
+and the two errors the explorer adds to floe's."""
 
 from __future__ import annotations
 
@@ -6,8 +7,20 @@ from typing import Any
 
 from floe import errors
 
+
+class OutsideWarehouse(errors.MetadataError):
+    """A file a table names resolves outside its catalog's warehouse (symlinks resolved): not
+    read. The same error, and status, wherever it happens (explorer.catalogs.WarehouseIO)."""
+
+
+class CatalogUnavailable(errors.FloeError):
+    """A catalog cannot be used right now (its database does not answer, the catalog file is
+    broken); the message says which and why."""
+
+
 # First match wins: subclasses before their bases.
 _STATUS_BY_ERROR: tuple[tuple[type[errors.FloeError], int], ...] = (
+    (CatalogUnavailable, 503),
     (errors.NotFound, 404),
     (errors.ValidationError, 400),
     (errors.CommitConflict, 409),

@@ -1,7 +1,8 @@
 """``python -m explorer.run`` (what ``make run`` starts): everything on one machine.
 
 1. migrate the database (SQLite under ``var/`` unless DATABASE_URL is set);
-2. create the demo warehouse when FLOE_WAREHOUSE is not set and it does not exist yet;
+2. create the demo warehouse when FLOE_WAREHOUSE is not set and it does not exist yet, and
+   read the catalog file (FLOE_CATALOGS): a broken one stops here, naming the file;
 3. start the web server (waitress) on FLOE_HOST:FLOE_PORT (127.0.0.1:8000) and one Celery
    worker, as child processes;
 4. supervise: Ctrl-C (SIGINT) or SIGTERM stops both and exits 0; when one child dies on its
@@ -48,13 +49,23 @@ def main() -> int:
     call_command("migrate", interactive=False, verbosity=1)
     if settings.FLOE_WAREHOUSE_IS_DEMO:
         ensure_demo_warehouse(settings.FLOE_WAREHOUSE)
+    from explorer.catalogs import check_configuration
+    from floe.errors import FloeError
+
+    try:
+        catalogs = check_configuration()
+    except FloeError as exc:
+        _say(f"Floe: {exc}")
+        return 2
 
     from django.db import connections
 
     connections.close_all()  # this process only supervises from here on
     commands = {"web": web_command(host, port), "worker": worker_command()}
     display_host = f"[{host}]" if ":" in host else host
-    _say(f"Floe: http://{display_host}:{port}/ · warehouse {settings.FLOE_WAREHOUSE} · Ctrl-C stops")
+    names = ", ".join(c.name for c in catalogs)
+    _say(f"Floe: http://{display_host}:{port}/ · warehouse {settings.FLOE_WAREHOUSE} · "
+         f"catalogs {names} · Ctrl-C stops")
     return Supervisor(commands).run()
 
 

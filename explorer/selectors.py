@@ -1,33 +1,44 @@
-"""Reads for the pages, the API and the tasks: catalogs, namespaces, tables.
+"""Reads for the pages, the API and the tasks: catalogs, namespaces, tables, and
+:func:`table_load`, the one way every page and endpoint opens a table.
 
-Listing is two steps so a page never reads more metadata than it shows: find the table
-directories (cheap, no file is opened), then load the metadata of the ones on the page.
+Everything goes through ``floe.catalog``: namespaces from ``catalog.list_namespaces``,
+tables from ``catalog.list_tables``, the current metadata file from
+``catalog.metadata_location`` (asked on every request, so a commit by anyone, floe, Spark
+or PyIceberg, shows on the next one), a :class:`floe.table.Table` built from the parsed
+metadata (cached per metadata file in :mod:`explorer.cache`). Names from URLs are checked
+by :class:`~floe.catalog.base.TableIdentifier` before the catalog sees them; files are read
+only inside the catalog's warehouse (:class:`explorer.catalogs.WarehouseIO`).
+
+Listing is two steps so a page never reads more metadata than it shows: list the names
+(no metadata file is opened), then load the tables of the page.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
-from django.conf import settings
+from django.urls import reverse
 
-from explorer.catalogs import Catalog, configured_catalogs
-from floe.catalog.filesystem import resolve_metadata_location
+from explorer.cache import CACHE
+from explorer.catalogs import (
+    CatalogInfo,
+    catalog_call,
+    catalog_info,
+    catalog_infos,
+    check_inside,
+)
+from explorer.catalogs import catalog_get as _catalog
+from floe.catalog.base import Catalog, Namespace, TableIdentifier, to_namespace
 from floe.errors import FloeError, NotFound
-from floe.io import FileIO
-from floe.metadata import TableMetadata, parse_metadata
+from floe.metadata import parse_metadata
+from floe.table import Table
 
 logger = logging.getLogger(__name__)
-_io = FileIO()
 
-# Nested namespaces are nested directories (Hadoop catalog layout); deeper trees are not walked.
+#: Namespace levels walked below a catalog's root (a symlink loop must end somewhere).
 MAX_NAMESPACE_DEPTH = 4
-METADATA_DIR = "metadata"
 
 # Snapshot summary keys (spec "Snapshots", optional summary fields written by Java and floe).
 TOTAL_DATA_FILES = "total-data-files"
@@ -38,27 +49,32 @@ TOTAL_FILES_SIZE = "total-files-size"
 
 @dataclass(frozen=True, slots=True)
 class TableRef:
-    """A table directory found in a warehouse; nothing has been read from it yet."""
+    """A table's name in a catalog, as listed; nothing has been read from it."""
 
     catalog: str
     namespace: str
     name: str
-    location: str
 
     @property
     def identifier(self) -> str:
         return f"{self.namespace}.{self.name}"
 
+    @property
+    def url(self) -> str:
+        """The table's overview page."""
+        return str(reverse("table:overview", kwargs={
+            "catalog": self.catalog, "ns": self.namespace, "table": self.name}))
+
 
 @dataclass(frozen=True, slots=True)
 class TableRow:
     """One line of a table list. ``error`` is set (and the metadata fields are None) when the
-    table's metadata cannot be read."""
+    table cannot be read."""
 
     catalog: str
     namespace: str
     name: str
-    location: str
+    location: str | None = None
     metadata_location: str | None = None
     format_version: int | None = None
     current_snapshot_id: int | None = None
@@ -83,106 +99,105 @@ class NamespaceRow:
 # --- catalogs -------------------------------------------------------------------------------
 
 
-def catalog_list() -> list[Catalog]:
-    return configured_catalogs()
+def catalog_list() -> list[CatalogInfo]:
+    return catalog_infos()
 
 
-def catalog_get(*, name: str) -> Catalog:
-    for catalog in configured_catalogs():
-        if catalog.name == name:
-            return catalog
-    raise NotFound(f"catalog {name!r} does not exist")
+def catalog_get(*, name: str) -> CatalogInfo:
+    """A configured catalog; NotFound names it when there is none."""
+    return catalog_info(name)
 
 
 # --- namespaces and tables ------------------------------------------------------------------
 
 
+def _ns_text(namespace: Namespace) -> str:
+    return ".".join(namespace)
+
+
+def _walk(catalog: Catalog, parent: Namespace) -> list[Namespace]:
+    """``parent``'s namespaces and theirs, down to MAX_NAMESPACE_DEPTH levels."""
+    found: list[Namespace] = []
+
+    def visit(ns: Namespace) -> None:
+        for child in catalog.list_namespaces(ns):
+            found.append(child)
+            if len(child) < MAX_NAMESPACE_DEPTH:
+                visit(child)
+
+    with catalog_call(catalog):
+        visit(parent)
+    return found
+
+
+def _namespaces(info: CatalogInfo, namespace: str | None) -> tuple[Catalog, list[Namespace]]:
+    """The catalog and the namespaces to list: all of them, or ``namespace`` and those below."""
+    if info.type == "filesystem" and not info.exists:
+        raise NotFound(f"warehouse {info.warehouse} of catalog {info.name!r} does not exist")
+    catalog = _catalog(info.name)
+    if namespace is None:
+        return catalog, _walk(catalog, ())
+    levels = to_namespace(namespace)
+    with catalog_call(catalog):
+        exists = catalog.namespace_exists(levels)
+    if not exists:
+        raise NotFound(f"namespace {namespace!r} does not exist in catalog {info.name!r}")
+    return catalog, [levels, *_walk(catalog, levels)]
+
+
+def catalog_namespaces(*, catalog: str) -> list[NamespaceRow]:
+    """Every namespace of a catalog (nested ones too) with how many tables it holds itself."""
+    cat, namespaces = _namespaces(catalog_get(name=catalog), None)
+    rows = []
+    with catalog_call(cat):
+        for ns in sorted(namespaces, key=_ns_text):
+            rows.append(NamespaceRow(cat.name, _ns_text(ns), len(cat.list_tables(ns))))
+    return rows
+
+
 def catalog_table_refs(
-    *, catalog: Catalog, namespace: str | None = None, query: str = ""
+    *, catalog: str, namespace: str | None = None, query: str = ""
 ) -> list[TableRef]:
-    """The tables of a catalog sorted by identifier, optionally in one namespace (and its
-    children) and whose ``namespace.table`` contains ``query`` (case-insensitive)."""
-    if not catalog.exists:
-        raise NotFound(f"warehouse {catalog.warehouse} of catalog {catalog.name!r} does not exist")
-    refs = _walk_warehouse(catalog)
-    if namespace is not None:
-        refs = [r for r in refs if r.namespace == namespace or r.namespace.startswith(namespace + ".")]
-        if not refs and not os.path.isdir(os.path.join(catalog.warehouse, *namespace.split("."))):
-            raise NotFound(f"namespace {namespace!r} does not exist in catalog {catalog.name!r}")
+    """The tables of a catalog sorted by identifier, optionally in one namespace (and those
+    below it) and whose ``namespace.table`` contains ``query`` (case-insensitive)."""
+    cat, namespaces = _namespaces(catalog_get(name=catalog), namespace)
+    refs: list[TableRef] = []
+    with catalog_call(cat):
+        for ns in namespaces:
+            refs += [TableRef(cat.name, _ns_text(ns), t.name) for t in cat.list_tables(ns)]
     needle = query.strip().lower()
     if needle:
         refs = [r for r in refs if needle in r.identifier.lower()]
-    return refs
-
-
-def catalog_namespaces(*, catalog: Catalog) -> list[NamespaceRow]:
-    """Namespaces that hold tables directly, with how many."""
-    counts: dict[str, int] = {}
-    for ref in catalog_table_refs(catalog=catalog):
-        counts[ref.namespace] = counts.get(ref.namespace, 0) + 1
-    return [NamespaceRow(catalog=catalog.name, name=ns, table_count=n) for ns, n in sorted(counts.items())]
-
-
-def table_rows(*, refs: Iterable[TableRef]) -> list[TableRow]:
-    """Load the metadata of each table; a table that cannot be read becomes an error row."""
-    return [_table_row(ref) for ref in refs]
-
-
-def table_get(*, catalog: Catalog, namespace: str, name: str) -> TableRow:
-    """One table; raises NotFound when absent and MetadataError when it cannot be read."""
-    location = os.path.join(catalog.warehouse, *namespace.split("."), name)
-    if not os.path.isdir(os.path.join(location, METADATA_DIR)):
-        raise NotFound(f"table {namespace}.{name} does not exist in catalog {catalog.name!r}")
-    ref = TableRef(catalog=catalog.name, namespace=namespace, name=name, location=location)
-    metadata_location = current_metadata_location(ref.location)
-    return _row_from_metadata(ref, metadata_location, cached_metadata(metadata_location))
-
-
-def warehouse_tables(*, warehouse: str, catalog: str = "local") -> list[TableRow]:
-    """Every table of a file-system warehouse, loaded (for tasks and scripts; pages page)."""
-    refs = catalog_table_refs(catalog=Catalog(name=catalog, type="filesystem", warehouse=warehouse))
-    return table_rows(refs=refs)
-
-
-def _walk_warehouse(catalog: Catalog) -> list[TableRef]:
-    refs: list[TableRef] = []
-
-    def visit(directory: str, namespace: tuple[str, ...]) -> None:
-        for entry in _subdirectories(directory):
-            if namespace and os.path.isdir(os.path.join(entry.path, METADATA_DIR)):
-                refs.append(TableRef(catalog.name, ".".join(namespace), entry.name, entry.path))
-            elif len(namespace) < MAX_NAMESPACE_DEPTH:
-                visit(entry.path, (*namespace, entry.name))
-
-    visit(catalog.warehouse, ())
     refs.sort(key=lambda r: (r.namespace, r.name))
     return refs
 
 
-def _subdirectories(directory: str) -> list[os.DirEntry[str]]:
-    try:
-        with os.scandir(directory) as it:
-            # Hidden and underscore directories are never namespaces (e.g. Spark's _temporary).
-            return [e for e in it if e.is_dir() and not e.name.startswith((".", "_"))]
-    except OSError:
-        return []
+def table_rows(*, refs: Iterable[TableRef]) -> list[TableRow]:
+    """Load each table; one that cannot be read becomes an error row naming why."""
+    return [_table_row(ref) for ref in refs]
 
 
-def _table_row(ref: TableRef) -> TableRow:
-    metadata_location: str | None = None
-    try:
-        metadata_location = current_metadata_location(ref.location)
-        return _row_from_metadata(ref, metadata_location, cached_metadata(metadata_location))
-    except (FloeError, OSError) as exc:
-        error = str(exc)
-    except Exception as exc:  # a bug while reading one table must not take the list down
-        logger.exception("reading %s failed", metadata_location or ref.location)
-        error = f"{metadata_location or ref.location}: {type(exc).__name__}: {exc}"
-    return TableRow(ref.catalog, ref.namespace, ref.name, ref.location, metadata_location, error=error)
+def table_load(*, catalog: str, namespace: str, name: str) -> Table:
+    """The table ``namespace.name`` of a catalog at its current metadata file.
+
+    ValidationError (400) for names that are not names (``..``, ``/``, empty levels),
+    NotFound (404) for an unknown catalog, namespace or table, OutsideWarehouse (422) when
+    the table's files resolve outside the catalog's warehouse, MetadataError (422) when the
+    metadata file cannot be read, CatalogUnavailable (503) when the catalog does not answer.
+    """
+    cat = _catalog(catalog)
+    ident = TableIdentifier(to_namespace(namespace), name)
+    return _open(cat, ident, _pointer(cat, ident))
 
 
-def _row_from_metadata(ref: TableRef, metadata_location: str, metadata: TableMetadata) -> TableRow:
-    snapshot = metadata.current_snapshot()
+def table_ref(table: Table) -> TableRef:
+    return TableRef(table.catalog.name, _ns_text(table.identifier.namespace),
+                    table.identifier.name)
+
+
+def table_row(*, table: Table) -> TableRow:
+    """The table list's line for a loaded table (from its current snapshot's summary)."""
+    snapshot = table.current_snapshot()
     summary: dict[str, str] = dict(snapshot.summary) if snapshot is not None else {}
 
     def count(key: str) -> int | None:
@@ -194,13 +209,14 @@ def _row_from_metadata(ref: TableRef, metadata_location: str, metadata: TableMet
         except ValueError:
             return None  # a writer's odd summary must not hide the table
 
+    ref = table_ref(table)
     return TableRow(
         catalog=ref.catalog,
         namespace=ref.namespace,
         name=ref.name,
-        location=ref.location,
-        metadata_location=metadata_location,
-        format_version=metadata.format_version,
+        location=table.location,
+        metadata_location=table.metadata_location,
+        format_version=table.format_version,
         current_snapshot_id=snapshot.snapshot_id if snapshot is not None else None,
         data_files=count(TOTAL_DATA_FILES),
         delete_files=count(TOTAL_DELETE_FILES),
@@ -209,54 +225,76 @@ def _row_from_metadata(ref: TableRef, metadata_location: str, metadata: TableMet
     )
 
 
-# --- metadata files -------------------------------------------------------------------------
-
-def current_metadata_location(table_location: str) -> str:
-    """The current metadata file of a file-system table (``version-hint.text`` honoured)."""
-    return resolve_metadata_location(_io, table_location)
+# --- opening a table --------------------------------------------------------------------------
 
 
-class _LRU:
-    """A bounded, thread-safe map from metadata file path to parsed metadata."""
-
-    def __init__(self) -> None:
-        self._items: OrderedDict[str, Any] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get_or_load(self, key: str, load: Callable[[str], Any], maxsize: int) -> Any:
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        value = load(key)  # outside the lock: a slow file must not block other requests
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > maxsize:
-                self._items.popitem(last=False)
-        return value
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-    def __len__(self) -> int:
-        return len(self._items)
+def _pointer(catalog: Catalog, ident: TableIdentifier) -> str:
+    """The table's current metadata file, from the catalog (NotFound names what is missing)."""
+    with catalog_call(catalog):
+        try:
+            return catalog.metadata_location(ident)
+        except NotFound:
+            if not catalog.namespace_exists(ident.namespace):
+                raise NotFound(f"namespace {_ns_text(ident.namespace)!r} does not exist in "
+                               f"catalog {catalog.name!r}") from None
+            raise
 
 
-_metadata_cache = _LRU()
+def _open(catalog: Catalog, ident: TableIdentifier, metadata_location: str) -> Table:
+    """What ``catalog.load_table`` does (pointer, parse, Table), with the pointer checked
+    against the warehouse before anything is read and the parse cached per metadata file."""
+    io = catalog.io
+    check_inside(catalog, metadata_location)
+    cache = CACHE.sized()
+
+    def load() -> Table:
+        metadata = cache.metadata.get_or_load(
+            metadata_location, lambda: parse_metadata(io.read(metadata_location),
+                                                      metadata_location))
+        return Table(catalog, ident, metadata, metadata_location)
+
+    return cache.tables.get_or_load((catalog.name, str(ident), metadata_location), load)
 
 
-def cached_metadata(metadata_location: str) -> TableMetadata:
-    """Parsed metadata of one metadata file; files are immutable, so the path is the key."""
-    return _metadata_cache.get_or_load(
-        metadata_location, _load_metadata, settings.FLOE_METADATA_CACHE_SIZE
-    )
+def _table_row(ref: TableRef) -> TableRow:
+    metadata_location: str | None = None
+    try:
+        catalog = _catalog(ref.catalog)
+        ident = TableIdentifier(to_namespace(ref.namespace), ref.name)
+        metadata_location = _pointer(catalog, ident)
+        return table_row(table=_open(catalog, ident, metadata_location))
+    except (FloeError, OSError) as exc:
+        error = str(exc)
+    except Exception as exc:  # a bug while reading one table must not take the list down
+        logger.exception("reading %s failed", metadata_location or ref.identifier)
+        error = f"{metadata_location or ref.identifier}: {type(exc).__name__}: {exc}"
+    return TableRow(ref.catalog, ref.namespace, ref.name, None, metadata_location, error=error)
 
 
-def clear_metadata_cache() -> None:
-    _metadata_cache.clear()
+# --- every catalog at once (the first page) ---------------------------------------------------
 
 
-def _load_metadata(metadata_location: str) -> TableMetadata:
-    return parse_metadata(_io.read(metadata_location), metadata_location)
+@dataclass(frozen=True, slots=True)
+class CatalogListing:
+    """A catalog on the table list: how many of its tables match, or why none can be listed."""
+
+    info: CatalogInfo
+    table_count: int = 0
+    error: str | None = None
+
+
+def all_table_refs(*, query: str = "") -> tuple[list[CatalogListing], list[TableRef]]:
+    """The matching tables of every catalog (``local`` first, then by name; each catalog's
+    sorted by identifier), and per catalog how many or why it could not be listed. One
+    catalog failing (a database down, a missing warehouse) leaves the others listed."""
+    listings: list[CatalogListing] = []
+    refs: list[TableRef] = []
+    for info in catalog_list():
+        try:
+            found = catalog_table_refs(catalog=info.name, query=query)
+        except FloeError as exc:
+            listings.append(CatalogListing(info, error=str(exc)))
+            continue
+        listings.append(CatalogListing(info, table_count=len(found)))
+        refs += found
+    return listings, refs

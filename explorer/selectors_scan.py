@@ -1,16 +1,15 @@
 """Reads for the partitions, scan-plan and preview pages (and the plan API).
 
-Every table is addressed by catalog, namespace and name; :func:`table_state` refuses names
-that would leave the warehouse (``..``, separators, symlinks pointing elsewhere) before any
-file is opened. Plans are cached by (metadata file, selection, filter) so paging through a
-large plan plans once; decoded manifests are shared with floe's planner cache.
+Every function takes the :class:`floe.table.Table` that :func:`explorer.selectors.table_load`
+opened and reads through its ``io`` (files outside the catalog's warehouse are refused).
+Plans are cached by (metadata file, selection, filter) so paging through a large plan plans
+once; decoded manifests are shared through the planner's cache in :mod:`explorer.cache`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import io as _pyio
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,49 +17,21 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
-from django.conf import settings
 
-from explorer.catalogs import Catalog
-from explorer.selectors import METADATA_DIR, _LRU, cached_metadata, current_metadata_location
-from floe.errors import NotFound, ValidationError
+from explorer.cache import CACHE
+from floe.errors import ValidationError
 from floe.expressions import bind, parse_filter
-from floe.io import FileIO
 from floe.io.parquet import schema_to_arrow
 from floe.io.readers import read_plan
-from floe.metadata import TableMetadata
 from floe.partition_stats import TablePartitionStats, partition_stats
-from floe.scan import DEFAULT_CACHE, ScanPlan, plan_files, select_snapshot
-
-_io = FileIO()
+from floe.scan import ScanPlan, plan_files, select_snapshot
+from floe.table import Table
 
 #: Rows a preview shows at most, and rows an export writes at most (stated on the page).
 PREVIEW_MAX_ROWS = 1000
 PREVIEW_DEFAULT_ROWS = 100
 EXPORT_MAX_ROWS = 100_000
 EXPORT_FORMATS = ("csv", "parquet")
-_PLAN_CACHE_SIZE = 8
-_STATS_CACHE_SIZE = 16
-
-
-@dataclass(frozen=True, slots=True)
-class TableState:
-    """A table found inside its warehouse and its current metadata (nothing else read)."""
-
-    catalog: str
-    namespace: str
-    name: str
-    location: str
-    metadata_location: str
-    metadata: TableMetadata
-
-    @property
-    def identifier(self) -> str:
-        return f"{self.namespace}.{self.name}"
-
-    @property
-    def url(self) -> str:
-        """The table's overview page (paths from ARCHITECTURE.md)."""
-        return f"/catalogs/{self.catalog}/namespaces/{self.namespace}/tables/{self.name}/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,41 +44,6 @@ class Selection:
 
     def key(self) -> tuple[Any, ...]:
         return (self.snapshot_id, self.as_of_ms, self.ref)
-
-
-# --- finding a table safely -----------------------------------------------------------------
-
-
-def _check_segment(kind: str, value: str) -> None:
-    if not value or value in (".", "..") or any(c in value for c in "/\\\x00") \
-            or value.startswith((".", "_")) or os.path.isabs(value):
-        raise ValidationError(f"{kind} {value!r} is not a valid name")
-
-
-def table_state(*, catalog: Catalog, namespace: str, name: str) -> TableState:
-    """The table ``namespace.name`` of a file-system catalog; ValidationError for a name that
-    tries to leave the warehouse, NotFound for one that is not there."""
-    levels = namespace.split(".")
-    for level in levels:
-        _check_segment("namespace", level)
-    _check_segment("table", name)
-    if not catalog.exists:
-        raise NotFound(f"warehouse {catalog.warehouse} of catalog {catalog.name!r} does not exist")
-    root = os.path.realpath(catalog.warehouse)
-    location = os.path.join(catalog.warehouse, *levels, name)
-    real = os.path.realpath(location)
-    if os.path.commonpath([root, real]) != root:
-        # A symlink out of the warehouse: behave as if nothing were there, read nothing.
-        raise NotFound(f"table {namespace}.{name} does not exist in catalog {catalog.name!r}")
-    if not os.path.isdir(os.path.join(real, METADATA_DIR)):
-        if not os.path.isdir(os.path.join(root, *levels)):
-            raise NotFound(f"namespace {namespace!r} does not exist in catalog {catalog.name!r}")
-        raise NotFound(f"table {namespace}.{name} does not exist in catalog {catalog.name!r}")
-    metadata_location = current_metadata_location(location)
-    if os.path.commonpath([root, os.path.realpath(metadata_location)]) != root:
-        raise NotFound(f"table {namespace}.{name} does not exist in catalog {catalog.name!r}")
-    return TableState(catalog.name, namespace, name, location, metadata_location,
-                      cached_metadata(metadata_location))
 
 
 # --- parsing the request ----------------------------------------------------------------------
@@ -145,24 +81,24 @@ def _parse_time_ms(text: str) -> int:
     return int(when.timestamp() * 1000)
 
 
-def filter_check(*, state: TableState, selection: Selection, text: str) -> str | None:
+def filter_check(*, table: Table, selection: Selection, text: str) -> str | None:
     """The filter text if it parses and binds to the schema the selection reads with;
     ValidationError (with the position of a parse error) otherwise."""
     text = text.strip()
     if not text:
         return None
     expr = parse_filter(text)
-    schema = select_snapshot(state.metadata, selection.snapshot_id, selection.as_of_ms,
+    schema = select_snapshot(table.metadata, selection.snapshot_id, selection.as_of_ms,
                              selection.ref).schema
     bind(schema, expr)
     return text
 
 
-def columns_parse(*, state: TableState, selection: Selection, text: str) -> list[str] | None:
+def columns_parse(*, table: Table, selection: Selection, text: str) -> list[str] | None:
     names = [c.strip() for c in text.split(",") if c.strip()]
     if not names:
         return None
-    schema = select_snapshot(state.metadata, selection.snapshot_id, selection.as_of_ms,
+    schema = select_snapshot(table.metadata, selection.snapshot_id, selection.as_of_ms,
                              selection.ref).schema
     known = {f.name for f in schema.fields}
     unknown = [n for n in names if n not in known]
@@ -174,19 +110,16 @@ def columns_parse(*, state: TableState, selection: Selection, text: str) -> list
 
 # --- plans ------------------------------------------------------------------------------------
 
-_plan_cache = _LRU()
 
-
-def table_plan(*, state: TableState, selection: Selection, row_filter: str | None) -> ScanPlan:
+def table_plan(*, table: Table, selection: Selection, row_filter: str | None) -> ScanPlan:
     """The explained plan of a table state (cached: paging through it plans once)."""
-    key = repr((state.metadata_location, selection.key(), row_filter))
-
-    def load(_: str) -> ScanPlan:
-        return plan_files(_io, state.metadata, snapshot_id=selection.snapshot_id,
+    def load() -> ScanPlan:
+        return plan_files(table.io, table.metadata, snapshot_id=selection.snapshot_id,
                           as_of_ms=selection.as_of_ms, ref=selection.ref, row_filter=row_filter,
-                          explain=True, cache=DEFAULT_CACHE, processes=False)
+                          explain=True, cache=CACHE.live, processes=False)
 
-    plan: ScanPlan = _plan_cache.get_or_load(key, load, _PLAN_CACHE_SIZE)
+    plan: ScanPlan = CACHE.scans.get_or_load(
+        (table.metadata_location, "plan", selection.key(), row_filter), load)
     return plan
 
 
@@ -239,35 +172,34 @@ def _residuals(plan: ScanPlan) -> dict[str, str | None]:
 
 # --- partitions -------------------------------------------------------------------------------
 
-_stats_cache = _LRU()
 
-
-def table_partitions(*, state: TableState, selection: Selection) -> TablePartitionStats:
-    snap = select_snapshot(state.metadata, selection.snapshot_id, selection.as_of_ms,
+def table_partitions(*, table: Table, selection: Selection) -> TablePartitionStats:
+    snap = select_snapshot(table.metadata, selection.snapshot_id, selection.as_of_ms,
                            selection.ref).snapshot
-    key = repr((state.metadata_location, None if snap is None else snap.snapshot_id))
+    snapshot_id = None if snap is None else snap.snapshot_id
 
-    def load(_: str) -> TablePartitionStats:
-        return partition_stats(_io, state.metadata, None if snap is None else snap.snapshot_id,
-                               cache=DEFAULT_CACHE, processes=False)
+    def load() -> TablePartitionStats:
+        return partition_stats(table.io, table.metadata, snapshot_id, cache=CACHE.live,
+                               processes=False)
 
-    stats: TablePartitionStats = _stats_cache.get_or_load(key, load, _STATS_CACHE_SIZE)
+    stats: TablePartitionStats = CACHE.scans.get_or_load(
+        (table.metadata_location, "partitions", snapshot_id), load)
     return stats
 
 
 # --- preview and export -----------------------------------------------------------------------
 
 
-def table_preview(*, state: TableState, selection: Selection, row_filter: str | None,
+def table_preview(*, table: Table, selection: Selection, row_filter: str | None,
                   columns: list[str] | None, limit: int) -> tuple[ScanPlan, pa.Table]:
     """The first ``limit`` rows of a table state, deletes applied, read through floe."""
-    plan = plan_files(_io, state.metadata, snapshot_id=selection.snapshot_id,
+    plan = plan_files(table.io, table.metadata, snapshot_id=selection.snapshot_id,
                       as_of_ms=selection.as_of_ms, ref=selection.ref, row_filter=row_filter,
-                      cache=DEFAULT_CACHE, processes=False)
+                      cache=CACHE.live, processes=False)
     batches: list[pa.RecordBatch] = []
     rows = 0
     schema = None
-    reader = read_plan(_io, plan, columns, batch_size=min(max(limit, 1), 65_536))
+    reader = read_plan(table.io, plan, columns, batch_size=min(max(limit, 1), 65_536))
     try:
         for batch in reader:
             schema = batch.schema
@@ -288,21 +220,17 @@ def table_preview(*, state: TableState, selection: Selection, row_filter: str | 
     return plan, pa.Table.from_batches(batches)
 
 
-def table_export(*, state: TableState, selection: Selection, row_filter: str | None,
+def table_export(*, table: Table, selection: Selection, row_filter: str | None,
                  columns: list[str] | None, fmt: str) -> tuple[bytes, int]:
     """At most :data:`EXPORT_MAX_ROWS` rows as CSV or Parquet bytes, and the row count."""
     if fmt not in EXPORT_FORMATS:
         raise ValidationError(f"format {fmt!r} is not one of {', '.join(EXPORT_FORMATS)}")
-    _, table = table_preview(state=state, selection=selection, row_filter=row_filter,
-                             columns=columns, limit=EXPORT_MAX_ROWS)
+    _, rows = table_preview(table=table, selection=selection, row_filter=row_filter,
+                            columns=columns, limit=EXPORT_MAX_ROWS)
     sink = _pyio.BytesIO()
     if fmt == "csv":
-        pacsv.write_csv(table, sink)
+        pacsv.write_csv(rows, sink)
     else:
-        pq.write_table(table, sink)
-    return sink.getvalue(), table.num_rows
+        pq.write_table(rows, sink)
+    return sink.getvalue(), rows.num_rows
 
-
-def clear_caches() -> None:
-    _plan_cache.clear()
-    _stats_cache.clear()

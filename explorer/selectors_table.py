@@ -1,34 +1,30 @@
 """Reads for one table's pages and API: overview, health, timeline, snapshots, manifests,
-files, history and diffs.
+files, history and diffs. Every function takes the :class:`floe.table.Table` that
+:func:`explorer.selectors.table_load` opened and reads through its ``io`` (which refuses
+files outside the catalog's warehouse).
 
 Every number comes from :mod:`floe.inspect` / :mod:`floe.diff` / :mod:`floe.health` (what the
-``floe`` command prints). Cost rules (ARCHITECTURE.md): metadata, manifest lists and decoded
-manifests are cached by path (bounded), a page reads at most the manifests it shows, long
-lists are paged. Names from URLs are validated and the resolved table directory must stay
-inside the warehouse (symlinks included); metadata-referenced manifest files too.
+``floe`` command prints). Cost rules (ARCHITECTURE.md): values derived from the metadata,
+manifest lists and decoded manifests are cached by file path in :mod:`explorer.cache`
+(bounded), a page reads at most the manifests it shows, long lists are paged.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
-
-from django.conf import settings
+from typing import Any, TypeVar
 
 from explorer import selectors
-from explorer.selectors import _LRU, METADATA_DIR, cached_metadata, current_metadata_location
+from explorer.cache import CACHE
+from explorer.catalogs import check_inside
 from floe import inspect
-from floe.catalog.base import validate_name
 from floe.diff import schema_for_snapshot, schema_history, snapshot_diff, spec_history
 from floe.errors import FloeError, NotFound, ValidationError
 from floe.health import table_health
 from floe.inspect import file_row
-from floe.io import FileIO
 from floe.manifest import (
     ManifestContent,
     ManifestEntry,
@@ -37,113 +33,36 @@ from floe.manifest import (
     read_manifest,
     read_manifest_list,
 )
-from floe.metadata import TableMetadata
-from floe.scan.manifests import ManifestCache
 from floe.snapshots import Snapshot
+from floe.table import Table
 from floe.types import ListType, MapType, NestedField, StructType
 
-_io = FileIO()
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: Health reads the current data manifests only when they hold at most this many entries.
 HEALTH_MAX_FILES = 20_000
 #: Parent chain shown on a snapshot page.
 PARENT_CHAIN_LIMIT = 50
-#: Decoded manifest entries (all statuses) kept in memory, counted across manifests.
-ENTRY_CACHE_SIZE = 1_000_000
-
-_manifest_lists = _LRU()
-_manifest_rows = _LRU()
-_entries = ManifestCache(max_entries=ENTRY_CACHE_SIZE)
 
 STATUS_NAMES = {s.value: s.name.lower() for s in ManifestEntryStatus}
 ENTRY_SORTS = ("file_path", "record_count", "file_size_in_bytes", "sequence_number", "status")
 
 
-@dataclass(frozen=True, slots=True)
-class OpenTable:
-    catalog: str
-    namespace: str
-    name: str
-    location: str
-    warehouse: str
-    metadata_location: str
-    metadata: TableMetadata
-
-    @property
-    def identifier(self) -> str:
-        return f"{self.namespace}.{self.name}"
-
-
-def clear_table_caches() -> None:
-    _derived.clear()
-    _manifest_lists.clear()
-    _manifest_rows.clear()
-    _entries.clear()
-
-
-# --- opening a table safely -------------------------------------------------------------------
-
-
-def _local_path(location: str) -> str:
-    return location.removeprefix("file://").removeprefix("file:") if location.startswith("file:") \
-        else location
-
-
-def _inside(path: str, root: str) -> bool:
-    real, base = os.path.realpath(path), os.path.realpath(root)
-    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
-
-
-def table_open(*, catalog: str, namespace: str, name: str) -> OpenTable:
-    """Validate the names, find the table directory inside the warehouse, load its metadata
-    (cached by path). ValidationError (400) for names that try to leave the warehouse,
-    NotFound (404) for anything absent."""
-    cat = selectors.catalog_get(name=catalog)
-    levels = namespace.split(".")
-    for level in levels:
-        validate_name(level, "namespace")
-    validate_name(name, "table name")
-    namespace_dir = os.path.join(cat.warehouse, *levels)
-    location = os.path.join(namespace_dir, name)
-    if not os.path.isdir(namespace_dir):
-        raise NotFound(f"namespace {namespace!r} does not exist in catalog {catalog!r}")
-    if not os.path.isdir(os.path.join(location, METADATA_DIR)):
-        raise NotFound(f"table {namespace}.{name} does not exist in catalog {catalog!r}")
-    if not _inside(location, cat.warehouse):
-        raise ValidationError(f"table {namespace}.{name} resolves outside the warehouse")
-    metadata_location = current_metadata_location(location)
-    if not _inside(_local_path(metadata_location), cat.warehouse):
-        raise ValidationError(f"metadata of {namespace}.{name} is outside the warehouse")
-    md = cached_metadata(metadata_location)
-    return OpenTable(cat.name, namespace, name, location, cat.warehouse, metadata_location, md)
-
-
-def _check_file(table: OpenTable, location: str) -> None:
-    """Files named by metadata are read only when they are inside the warehouse."""
-    if "://" in location and not location.startswith("file:"):
-        raise ValidationError(f"{location}: only local files are read")
-    if not _inside(_local_path(location), table.warehouse):
-        raise ValidationError(f"{location}: outside the warehouse, not read")
-
-
 # --- cached reads -----------------------------------------------------------------------------
 
-_derived = _LRU()  # per metadata file: snapshot index, timeline, snapshot rows
+
+def _cached(table: Table, what: str, build: Callable[[], T]) -> T:
+    """A value derived from the table's (immutable) current metadata file."""
+    return CACHE.derived.get_or_load((table.metadata_location, what), build)  # type: ignore[no-any-return]
 
 
-def _cached(table: OpenTable, what: str, build: Any) -> Any:
-    """A value derived from one (immutable) metadata file, cached by its path."""
-    return _derived.get_or_load(f"{table.metadata_location}\0{what}", lambda _: build(),
-                                settings.FLOE_METADATA_CACHE_SIZE * 4)
-
-
-def _by_id(table: OpenTable) -> dict[int, Snapshot]:
+def _by_id(table: Table) -> dict[int, Snapshot]:
     """Snapshots by id (TableMetadata.snapshot_by_id scans: fine once, not per ancestor)."""
-    return _cached(table, "by-id", lambda: {s.snapshot_id: s for s in table.metadata.snapshots})  # type: ignore[no-any-return]
+    return _cached(table, "by-id", lambda: {s.snapshot_id: s for s in table.metadata.snapshots})
 
 
-def _ancestors(table: OpenTable, snapshot_id: int) -> Iterable[Snapshot]:
+def _ancestors(table: Table, snapshot_id: int) -> Iterable[Snapshot]:
     by_id = _by_id(table)
     seen: set[int] = set()
     snap = by_id.get(snapshot_id)
@@ -153,36 +72,32 @@ def _ancestors(table: OpenTable, snapshot_id: int) -> Iterable[Snapshot]:
         snap = by_id.get(snap.parent_snapshot_id) if snap.parent_snapshot_id is not None else None
 
 
-
-def snapshot_get(*, table: OpenTable, snapshot_id: int) -> Snapshot:
+def snapshot_get(*, table: Table, snapshot_id: int) -> Snapshot:
     snap = _by_id(table).get(snapshot_id)
     if snap is None:
         raise NotFound(f"snapshot {snapshot_id} does not exist in table {table.identifier}")
     return snap
 
 
-def _manifest_list(table: OpenTable, snapshot: Snapshot) -> list[ManifestFile]:
-    if not snapshot.manifest_list:
+def _manifest_list(table: Table, snapshot: Snapshot) -> list[ManifestFile]:
+    path = snapshot.manifest_list
+    if not path:
         raise ValidationError(
             f"snapshot {snapshot.snapshot_id} lists its manifests inline (format v1 without a "
             "manifest list), which floe does not read")
-    _check_file(table, snapshot.manifest_list)
-    return _manifest_lists.get_or_load(  # type: ignore[no-any-return]
-        snapshot.manifest_list, lambda p: read_manifest_list(_io, p),
-        settings.FLOE_METADATA_CACHE_SIZE)
+    check_inside(table.catalog, path)
+    return CACHE.derived.get_or_load(  # type: ignore[no-any-return]
+        (path, "manifest-list"), lambda: read_manifest_list(table.io, path))
 
 
-def _manifest_entries(table: OpenTable, manifest: ManifestFile) -> list[ManifestEntry]:
+def _manifest_entries(table: Table, manifest: ManifestFile) -> list[ManifestEntry]:
     """Every entry (all statuses) of one manifest, cached by path."""
-    cached = _entries.get(manifest.manifest_path)
-    if cached is None:
-        _check_file(table, manifest.manifest_path)
-        cached = read_manifest(_io, manifest)
-        _entries.put(manifest.manifest_path, cached)
-    return cached
+    check_inside(table.catalog, manifest.manifest_path)
+    return CACHE.entries.get_or_load(manifest.manifest_path,
+                                     lambda: read_manifest(table.io, manifest))
 
 
-def _live(table: OpenTable, manifest: ManifestFile) -> Iterable[ManifestEntry]:
+def _live(table: Table, manifest: ManifestFile) -> Iterable[ManifestEntry]:
     return (e for e in _manifest_entries(table, manifest) if e.status != ManifestEntryStatus.DELETED)
 
 
@@ -209,7 +124,7 @@ def _schema_tree(fields: Iterable[NestedField], depth: int = 0, prefix: str = ""
     return rows
 
 
-def table_overview(*, table: OpenTable) -> dict[str, Any]:
+def table_overview(*, table: Table) -> dict[str, Any]:
     """``floe describe`` plus the current schema as a tree, refs with their snapshots and
     the totals of the current snapshot's summary."""
     md = table.metadata
@@ -253,7 +168,7 @@ def _int_or_none(value: str | None) -> int | None:
         return None
 
 
-def table_health_get(*, table: OpenTable) -> list[dict[str, Any]]:
+def table_health_get(*, table: Table) -> list[dict[str, Any]]:
     """Health of the current state: one manifest-list read, plus the current data manifests
     only when the list's counts say they hold at most HEALTH_MAX_FILES live files."""
     md = table.metadata
@@ -294,11 +209,11 @@ TIMELINE_COLUMNS = (
 )
 
 
-def snapshot_timeline(*, table: OpenTable) -> dict[str, Any]:
-    return _cached(table, "timeline", lambda: _timeline(table))  # type: ignore[no-any-return]
+def snapshot_timeline(*, table: Table) -> dict[str, Any]:
+    return _cached(table, "timeline", lambda: _timeline(table))
 
 
-def _timeline(table: OpenTable) -> dict[str, Any]:
+def _timeline(table: Table) -> dict[str, Any]:
     """Chart data from snapshot summaries only (no manifest is read): one point per snapshot
     in the lane of the first branch whose history holds it, tags as their own lanes."""
     md = table.metadata
@@ -343,9 +258,9 @@ def _timeline(table: OpenTable) -> dict[str, Any]:
 # --- snapshots, manifests, files -----------------------------------------------------------
 
 
-def snapshot_list(*, table: OpenTable) -> list[dict[str, Any]]:
+def snapshot_list(*, table: Table) -> list[dict[str, Any]]:
     """``floe snapshots`` rows, newest first."""
-    return _cached(table, "snapshots",  # type: ignore[no-any-return]
+    return _cached(table, "snapshots",
                    lambda: [_with_display(r) for r in reversed(inspect.snapshot_rows(table.metadata))])
 
 
@@ -357,7 +272,7 @@ def _with_display(row: dict[str, Any]) -> dict[str, Any]:
             "total_records": _int_or_none(s.get("total-records"))}
 
 
-def snapshot_row(*, table: OpenTable, snapshot_id: int) -> dict[str, Any]:
+def snapshot_row(*, table: Table, snapshot_id: int) -> dict[str, Any]:
     snap = snapshot_get(table=table, snapshot_id=snapshot_id)
     return _with_display({
         "snapshot_id": snap.snapshot_id,
@@ -372,10 +287,10 @@ def snapshot_row(*, table: OpenTable, snapshot_id: int) -> dict[str, Any]:
     })
 
 
-def snapshot_parents(*, table: OpenTable, snapshot_id: int, limit: int = PARENT_CHAIN_LIMIT
+def snapshot_parents(*, table: Table, snapshot_id: int, limit: int = PARENT_CHAIN_LIMIT
                      ) -> tuple[list[dict[str, Any]], bool]:
     """The first ``limit`` ancestors (the snapshot excluded) and whether there are more."""
-    chain = []
+    chain: list[dict[str, Any]] = []
     for snap in _ancestors(table, snapshot_id):
         if snap.snapshot_id == snapshot_id:
             continue
@@ -387,16 +302,14 @@ def snapshot_parents(*, table: OpenTable, snapshot_id: int, limit: int = PARENT_
     return chain, False
 
 
-def snapshot_manifests(*, table: OpenTable, snapshot_id: int) -> list[dict[str, Any]]:
+def snapshot_manifests(*, table: Table, snapshot_id: int) -> list[dict[str, Any]]:
     """``floe manifests`` rows (floe.inspect.manifest_rows), cached by manifest-list path."""
     snap = snapshot_get(table=table, snapshot_id=snapshot_id)
-    return _manifest_rows.get_or_load(  # type: ignore[no-any-return]
-        f"{table.metadata_location}\0{snap.manifest_list}",
-        lambda _: inspect.manifest_rows(_io, table.metadata, snap, _manifest_list(table, snap)),
-        settings.FLOE_METADATA_CACHE_SIZE)
+    return _cached(table, f"manifests:{snap.snapshot_id}", lambda: inspect.manifest_rows(
+        table.io, table.metadata, snap, _manifest_list(table, snap)))
 
 
-def manifest_at(*, table: OpenTable, snapshot_id: int, index: int) -> ManifestFile:
+def manifest_at(*, table: Table, snapshot_id: int, index: int) -> ManifestFile:
     manifests = _manifest_list(table, snapshot_get(table=table, snapshot_id=snapshot_id))
     if not 0 <= index < len(manifests):
         raise NotFound(f"snapshot {snapshot_id} has no manifest #{index} ({len(manifests)} manifests)")
@@ -404,7 +317,7 @@ def manifest_at(*, table: OpenTable, snapshot_id: int, index: int) -> ManifestFi
 
 
 def manifest_entry_rows(
-    *, table: OpenTable, snapshot_id: int, index: int, status: str = "", content: str = "",
+    *, table: Table, snapshot_id: int, index: int, status: str = "", content: str = "",
     sort: str = "", descending: bool = False,
 ) -> list[dict[str, Any]]:
     """Entries of ONE manifest (all statuses), filtered and sorted; each row is a
@@ -427,7 +340,7 @@ def manifest_entry_rows(
     return rows
 
 
-def file_detail(*, table: OpenTable, snapshot_id: int, index: int, position: int) -> dict[str, Any]:
+def file_detail(*, table: Table, snapshot_id: int, index: int, position: int) -> dict[str, Any]:
     """One data or delete file with its column statistics decoded by the schema the
     snapshot was written with (its schema id)."""
     snap = snapshot_get(table=table, snapshot_id=snapshot_id)
@@ -450,7 +363,7 @@ def file_detail(*, table: OpenTable, snapshot_id: int, index: int, position: int
     }
 
 
-def snapshot_file_count(*, table: OpenTable, snapshot_id: int) -> int:
+def snapshot_file_count(*, table: Table, snapshot_id: int) -> int:
     snap = snapshot_get(table=table, snapshot_id=snapshot_id)
     total = 0
     for m in _manifest_list(table, snap):
@@ -461,7 +374,7 @@ def snapshot_file_count(*, table: OpenTable, snapshot_id: int) -> int:
     return total
 
 
-def snapshot_file_page(*, table: OpenTable, snapshot_id: int, offset: int, limit: int
+def snapshot_file_page(*, table: Table, snapshot_id: int, offset: int, limit: int
                        ) -> list[dict[str, Any]]:
     """Rows ``offset``…``offset+limit`` of ``floe files`` for a snapshot (same order), reading
     only the manifests that hold them (the manifest list's counts locate the page)."""
@@ -487,12 +400,12 @@ def snapshot_file_page(*, table: OpenTable, snapshot_id: int, offset: int, limit
 # --- history and diff -------------------------------------------------------------------------
 
 
-def table_history(*, table: OpenTable) -> dict[str, Any]:
+def table_history(*, table: Table) -> dict[str, Any]:
     """Snapshot and metadata logs (newest first), schema and spec history."""
-    return _cached(table, "history", lambda: _history(table))  # type: ignore[no-any-return]
+    return _cached(table, "history", lambda: _history(table))
 
 
-def _history(table: OpenTable) -> dict[str, Any]:
+def _history(table: Table) -> dict[str, Any]:
     md = table.metadata
     snapshot_log = []
     by_id = _by_id(table)
@@ -517,7 +430,7 @@ def _history(table: OpenTable) -> dict[str, Any]:
     }
 
 
-def table_diff(*, table: OpenTable, from_id: int, to_id: int) -> dict[str, Any]:
+def table_diff(*, table: Table, from_id: int, to_id: int) -> dict[str, Any]:
     """floe.diff.snapshot_diff over the cached manifest lists and manifests."""
     before = snapshot_get(table=table, snapshot_id=from_id)
     after = snapshot_get(table=table, snapshot_id=to_id)
@@ -528,10 +441,9 @@ def table_diff(*, table: OpenTable, from_id: int, to_id: int) -> dict[str, Any]:
     )
 
 
-def table_detail(*, table: OpenTable) -> dict[str, Any]:
+def table_detail(*, table: Table) -> dict[str, Any]:
     """The table list's row, the overview and the health panel in one document (the API)."""
-    row = selectors.table_get(catalog=selectors.catalog_get(name=table.catalog),
-                              namespace=table.namespace, name=table.name)
+    row = selectors.table_row(table=table)
     fields = {name: getattr(row, name) for name in row.__slots__}  # type: ignore[attr-defined]
     return {**fields, "identifier": row.identifier, **table_overview(table=table),
             "health": table_health_get(table=table)}
@@ -541,7 +453,7 @@ class SnapshotFiles:
     """A snapshot's live files as a lazily sliced sequence, for paginators: the length comes
     from the manifest list's counts, a slice reads only the manifests that hold it."""
 
-    def __init__(self, table: OpenTable, snapshot_id: int) -> None:
+    def __init__(self, table: Table, snapshot_id: int) -> None:
         self.table, self.snapshot_id = table, snapshot_id
         self._count: int | None = None
 

@@ -69,7 +69,7 @@ def table_stats_refresh(
     """Read the current metadata of every table (or every table of one namespace) and total
     their snapshot summaries. Reads only; changes no table."""
     catalog = selectors.catalog_get(name=catalog_name)
-    refs = selectors.catalog_table_refs(catalog=catalog, namespace=namespace)
+    refs = selectors.catalog_table_refs(catalog=catalog.name, namespace=namespace)
     totals = {"data_files": 0, "delete_files": 0, "records": 0, "files_size": 0}
     broken: list[dict[str, str]] = []
     broken_count = 0

@@ -3,7 +3,8 @@
 Every setting has an embedded default that makes ``make run`` work on a laptop: a SQLite
 database and a SQLite-backed Celery broker under ``var/``, and a demo warehouse. Production
 sets ``DATABASE_URL`` (Postgres), ``CELERY_BROKER_URL`` (Redis), ``FLOE_SECRET_KEY``,
-``FLOE_ALLOWED_HOSTS`` and ``FLOE_WAREHOUSE``. A malformed value stops the process.
+``FLOE_ALLOWED_HOSTS``, ``FLOE_WAREHOUSE`` and, for more catalogs, ``FLOE_CATALOGS``. A
+malformed value stops the process.
 """
 
 from __future__ import annotations
@@ -50,8 +51,12 @@ CSRF_TRUSTED_ORIGINS = envlist("FLOE_CSRF_TRUSTED_ORIGINS", "")
 # The file-system catalog named "local": tables at <warehouse>/<namespace>/<table>/metadata/.
 FLOE_WAREHOUSE_IS_DEMO = "FLOE_WAREHOUSE" not in os.environ
 FLOE_WAREHOUSE = str(Path(envstr("FLOE_WAREHOUSE", str(VAR_DIR / "demo-warehouse"))).resolve())
+# More catalogs (file-system and SQL) from the floe catalog file the `floe` command reads
+# (floe.catalog.config); empty means ~/.floe/catalogs.toml when that file exists.
+FLOE_CATALOGS = envstr("FLOE_CATALOGS", "")
 FLOE_SPARK_MASTER = envstr("FLOE_SPARK_MASTER", "local[*]")
-# Parsed metadata files kept in memory (metadata files are immutable, so keyed by path).
+# Parsed metadata files kept in memory (metadata files are immutable, so keyed by path); the
+# other parts of explorer.cache are sized from it.
 FLOE_METADATA_CACHE_SIZE = envint("FLOE_METADATA_CACHE_SIZE", "256", minimum=1)
 FLOE_PAGE_SIZE = envint("FLOE_PAGE_SIZE", "50", minimum=1, maximum=1000)
 

@@ -7,20 +7,22 @@ from django.shortcuts import render
 
 from explorer import selectors
 from explorer.auth import read_access_required
-from explorer.catalogs import LOCAL_CATALOG
 from explorer.forms import TableSearchForm
 
 
 @read_access_required
 def table_list(request: HttpRequest) -> HttpResponse:
+    """The tables of every configured catalog, searchable, paged; only the page's tables
+    are read."""
     form = TableSearchForm(request.GET)
     query = form.cleaned_data["q"] if form.is_valid() else ""
-    catalog = selectors.catalog_get(name=LOCAL_CATALOG)
-    refs = selectors.catalog_table_refs(catalog=catalog, query=query) if catalog.exists else []
+    catalogs, refs = selectors.all_table_refs(query=query)
     page = Paginator(refs, settings.FLOE_PAGE_SIZE).get_page(request.GET.get("page"))
     rows = selectors.table_rows(refs=page.object_list)
     return render(
         request,
         "explorer/table_list.html",
-        {"catalog": catalog, "form": form, "query": query, "page": page, "rows": rows},
+        {"catalogs": catalogs, "many_catalogs": len(catalogs) > 1,
+         "some_listed": any(c.error is None for c in catalogs), "form": form, "query": query,
+         "page": page, "rows": rows},
     )

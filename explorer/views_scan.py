@@ -23,12 +23,13 @@ from explorer import selectors_scan as scan
 from explorer.auth import read_access_required
 from floe.errors import ValidationError
 from floe.partition_stats import size_histogram
+from floe.table import Table
 
 SKEW_BARS = 30
 
 
-def _state(catalog: str, ns: str, table: str) -> scan.TableState:
-    return scan.table_state(catalog=selectors.catalog_get(name=catalog), namespace=ns, name=table)
+def _open(catalog: str, ns: str, table: str) -> Table:
+    return selectors.table_load(catalog=catalog, namespace=ns, name=table)
 
 
 def _size_label(n: int | None) -> str:
@@ -56,10 +57,10 @@ def _histogram_figure(sizes: list[int], title: str) -> str:
 @require_GET
 @read_access_required
 def partitions(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpResponse:
-    state = _state(catalog, ns, table)
+    t = _open(catalog, ns, table)
     selection = scan.selection_parse(snapshot=request.GET.get("snapshot"),
                                      ref=request.GET.get("ref"))
-    stats = scan.table_partitions(state=state, selection=selection)
+    stats = scan.table_partitions(table=t, selection=selection)
     ordered = sorted(stats.partitions, key=lambda p: (-p.total_size, p.label))
     page = Paginator(ordered, settings.FLOE_PAGE_SIZE).get_page(request.GET.get("page"))
     chosen = stats.find(request.GET.get("partition", "")) if request.GET.get("partition") else None
@@ -78,7 +79,8 @@ def partitions(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpR
                                     "text": "median", "showarrow": False, "yanchor": "bottom"}]},
     })
     return render(request, "explorer/partitions.html", {
-        "state": state, "stats": stats, "totals": stats.totals(), "skew": skew, "page": page,
+        "state": selectors.table_ref(t), "stats": stats, "totals": stats.totals(), "skew": skew,
+        "page": page,
         "chosen": chosen, "selection": selection,
         "table_histogram": _histogram_figure(stats.file_sizes, "File sizes, whole table"),
         "partition_histogram": (_histogram_figure(chosen.file_sizes, f"File sizes, {chosen.label}")
@@ -122,22 +124,23 @@ class _LazyCount:
 @require_GET
 @read_access_required
 def plan(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpResponse:
-    state = _state(catalog, ns, table)
+    t = _open(catalog, ns, table)
     form = {k: request.GET.get(k, "") for k in ("snapshot", "ref", "filter")}
     status_filter = request.GET.get("files", "all")
     if status_filter not in ("all", "kept", "pruned"):
         status_filter = "all"
-    context: dict[str, Any] = {"state": state, "form": form, "files_status": status_filter,
-                               "snapshots": sorted(state.metadata.snapshots,
+    context: dict[str, Any] = {"state": selectors.table_ref(t), "form": form,
+                               "files_status": status_filter,
+                               "snapshots": sorted(t.metadata.snapshots,
                                                    key=lambda s: -s.timestamp_ms)[:200],
-                               "refs": sorted(state.metadata.refs)}
+                               "refs": sorted(t.metadata.refs)}
     try:
         selection = scan.selection_parse(snapshot=form["snapshot"], ref=form["ref"])
-        row_filter = scan.filter_check(state=state, selection=selection, text=form["filter"])
+        row_filter = scan.filter_check(table=t, selection=selection, text=form["filter"])
     except ValidationError as exc:
         context["error"] = str(exc)
         return render(request, "explorer/plan.html", context, status=400)
-    result = scan.table_plan(state=state, selection=selection, row_filter=row_filter)
+    result = scan.table_plan(table=t, selection=selection, row_filter=row_filter)
     stages = scan.plan_funnel_stages(result)
     manifests = Paginator(scan.plan_manifests(result), 20).get_page(request.GET.get("mpage"))
     files = Paginator(_LazyCount(result, status_filter), settings.FLOE_PAGE_SIZE).get_page(
@@ -161,31 +164,31 @@ def plan(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpRespons
 @require_GET
 @read_access_required
 def preview(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpResponse:
-    state = _state(catalog, ns, table)
+    t = _open(catalog, ns, table)
     form = {k: request.GET.get(k, "") for k in ("snapshot", "as_of", "ref", "filter", "columns",
                                                   "limit")}
-    context: dict[str, Any] = {"state": state, "form": form,
+    context: dict[str, Any] = {"state": selectors.table_ref(t), "form": form,
                                "max_rows": scan.PREVIEW_MAX_ROWS,
                                "export_max_rows": scan.EXPORT_MAX_ROWS}
     try:
         selection = scan.selection_parse(snapshot=form["snapshot"], as_of=form["as_of"],
                                          ref=form["ref"])
-        row_filter = scan.filter_check(state=state, selection=selection, text=form["filter"])
-        columns = scan.columns_parse(state=state, selection=selection, text=form["columns"])
+        row_filter = scan.filter_check(table=t, selection=selection, text=form["filter"])
+        columns = scan.columns_parse(table=t, selection=selection, text=form["columns"])
         limit = _limit(form["limit"])
     except ValidationError as exc:
         context["error"] = str(exc)
         return render(request, "explorer/preview.html", context, status=400)
     fmt = request.GET.get("format")
     if fmt:
-        data, _ = scan.table_export(state=state, selection=selection, row_filter=row_filter,
+        data, _ = scan.table_export(table=t, selection=selection, row_filter=row_filter,
                                     columns=columns, fmt=fmt)
         response = HttpResponse(
             data, content_type="text/csv; charset=utf-8" if fmt == "csv"
             else "application/vnd.apache.parquet")
-        response["Content-Disposition"] = f'attachment; filename="{state.name}.{fmt}"'
+        response["Content-Disposition"] = f'attachment; filename="{t.identifier.name}.{fmt}"'
         return response
-    result, rows = scan.table_preview(state=state, selection=selection, row_filter=row_filter,
+    result, rows = scan.table_preview(table=t, selection=selection, row_filter=row_filter,
                                       columns=columns, limit=limit)
     export_query = request.GET.copy()
     export_query.pop("format", None)

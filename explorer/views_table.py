@@ -1,6 +1,7 @@
 """Pages of one table: overview (+ timeline and health), snapshots, manifests, files,
-history, diff. Thin: parse the request, call explorer.selectors_table, render. Domain errors
-are rendered by explorer.middleware (one mapping in explorer.errors)."""
+history, diff. Thin: open the table (explorer.selectors.table_load), call
+explorer.selectors_table, render. Domain errors are rendered by explorer.middleware (one
+mapping in explorer.errors)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from explorer import selectors
 from explorer import selectors_table as st
 from explorer.auth import read_access_required
 from floe.errors import ValidationError
+from floe.table import Table
 
 PLOTLY_VERSION = plotly.__version__
 _PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
@@ -31,13 +34,14 @@ def _int_param(request: HttpRequest, name: str) -> int:
         raise ValidationError(f"query parameter {name!r} must be a snapshot id (an integer), got {raw!r}") from None
 
 
-def _context(table: st.OpenTable, **more: Any) -> dict[str, Any]:
-    kw = {"catalog": table.catalog, "ns": table.namespace, "table": table.name}
-    return {"t": table, "kw": kw, **more}
+def _context(table: Table, **more: Any) -> dict[str, Any]:
+    ref = selectors.table_ref(table)
+    kw = {"catalog": ref.catalog, "ns": ref.namespace, "table": ref.name}
+    return {"t": ref, "kw": kw, **more}
 
 
-def _open(catalog: str, ns: str, table: str) -> st.OpenTable:
-    return st.table_open(catalog=catalog, namespace=ns, name=table)
+def _open(catalog: str, ns: str, table: str) -> Table:
+    return selectors.table_load(catalog=catalog, namespace=ns, name=table)
 
 
 @read_access_required

@@ -66,30 +66,31 @@ class CatalogConfig:
     options: dict[str, str] = field(default_factory=dict)
     source: str = "<config>"
 
-    def create(self) -> Catalog:
-        """A catalog object (a SQL catalog connects to its database here)."""
+    def create(self, io: FileIO | None = None) -> Catalog:
+        """A catalog object (a SQL catalog connects to its database here) reading and
+        writing files through ``io`` (default a plain :class:`~floe.io.FileIO`)."""
         spec = CATALOG_TYPES[self.type]
-        return spec.factory(self.name, self.options)
+        return spec.factory(self.name, self.options, io)
 
 
 @dataclass(frozen=True)
 class _CatalogType:
     required: frozenset[str]
     optional: frozenset[str]
-    factory: Callable[[str, Mapping[str, str]], Catalog]
+    factory: Callable[[str, Mapping[str, str], FileIO | None], Catalog]
     path_options: frozenset[str] = frozenset()
 
 
-def _filesystem(name: str, options: Mapping[str, str]) -> Catalog:
+def _filesystem(name: str, options: Mapping[str, str], io: FileIO | None) -> Catalog:
     from floe.catalog.filesystem import FileSystemCatalog
 
-    return FileSystemCatalog(name, options["warehouse"])
+    return FileSystemCatalog(name, options["warehouse"], io)
 
 
-def _sql(name: str, options: Mapping[str, str]) -> Catalog:
+def _sql(name: str, options: Mapping[str, str], io: FileIO | None) -> Catalog:
     from floe.catalog.sql import SqlCatalog
 
-    return SqlCatalog(name, options["uri"], options.get("warehouse"))
+    return SqlCatalog(name, options["uri"], options.get("warehouse"), io)
 
 
 CATALOG_TYPES: dict[str, _CatalogType] = {
@@ -168,9 +169,12 @@ def parse_catalogs(
     return out
 
 
-def load_catalogs(path: str | os.PathLike[str] | None = None) -> dict[str, CatalogConfig]:
+def load_catalogs(
+    path: str | os.PathLike[str] | None = None, *, warehouse: str | None = None
+) -> dict[str, CatalogConfig]:
     """The catalogs configured in ``path`` (default :func:`default_config_path`; a missing
-    default file means none), plus ``local`` from ``FLOE_WAREHOUSE`` when not configured."""
+    default file means none), plus ``local``, a file-system catalog over ``warehouse``
+    (default ``$FLOE_WAREHOUSE``), when the file configures no catalog of that name."""
     explicit = path is not None or CONFIG_ENV in os.environ
     file = Path(path) if path is not None else default_config_path()
     catalogs: dict[str, CatalogConfig] = {}
@@ -182,10 +186,11 @@ def load_catalogs(path: str | os.PathLike[str] | None = None) -> dict[str, Catal
         catalogs = parse_catalogs(doc, str(file), file.resolve().parent)
     elif explicit:
         raise NotFound(f"{file}: catalog configuration file does not exist")
-    warehouse = os.environ.get(WAREHOUSE_ENV)
+    source = "warehouse argument"
+    if warehouse is None:
+        warehouse, source = os.environ.get(WAREHOUSE_ENV), f"${WAREHOUSE_ENV}"
     if LOCAL not in catalogs and warehouse:
-        catalogs[LOCAL] = CatalogConfig(
-            LOCAL, "filesystem", {"warehouse": warehouse}, f"${WAREHOUSE_ENV}")
+        catalogs[LOCAL] = CatalogConfig(LOCAL, "filesystem", {"warehouse": warehouse}, source)
     return catalogs
 
 

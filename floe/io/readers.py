@@ -25,7 +25,7 @@ import threading
 import uuid
 import zlib
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from floe.cache import LRUCache
 from floe.errors import FloeError, NotFound, ValidationError
 from floe.io import FileIO, local_path
 from floe.io.parquet import FIELD_ID_KEY, schema_to_arrow, to_arrow_type
@@ -356,27 +357,16 @@ def _avro_value(v: Any) -> Any:
 # -- deletes -----------------------------------------------------------------------------------
 
 
-class DeleteCache:
-    """Decoded delete files by path (bounded): position deletes as (paths, positions)."""
+class DeleteCache(LRUCache[tuple[str, tuple[int, ...]], Any]):
+    """Decoded delete files by (path, equality ids), at most ``max_files`` of them: position
+    deletes as an Arrow table of (file_path, pos), equality deletes as their key tables."""
 
     def __init__(self, max_files: int = 256) -> None:
-        self.max_files = max_files
-        self._items: OrderedDict[tuple[str, tuple[int, ...]], Any] = OrderedDict()
-        self._lock = threading.Lock()
+        super().__init__(max_files)
 
-    def get_or_load(self, key: tuple[str, tuple[int, ...]], load: Callable[[], Any]) -> Any:
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        value = load()
-        with self._lock:
-            self._items[key] = value
-            while len(self._items) > self.max_files:
-                self._items.popitem(last=False)
-        return value
-
-
+    @property
+    def max_files(self) -> int:
+        return self.max_weight
 
 
 def _position_deletes(io: Any, task: FileScanTask, md: TableMetadata | None,
@@ -676,7 +666,8 @@ class ReadOptions:
             else schema
         self.output_arrow = schema_to_arrow(self.output)
         self.batch_size = batch_size
-        self.delete_cache = delete_cache or DeleteCache()
+        # `is None`, not `or`: an empty cache is falsy (it has a length).
+        self.delete_cache = delete_cache if delete_cache is not None else DeleteCache()
         self.case_sensitive = case_sensitive
 
     def read_schema(self, extra_ids: Iterable[int]) -> Schema:

@@ -15,12 +15,12 @@ import multiprocessing
 import os
 import struct
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from typing import Any
 
 from floe.avro import LazyIntMap
+from floe.cache import LRUCache
 from floe.manifest import (
     DataFile,
     FileContent,
@@ -44,42 +44,23 @@ PROCESS_MIN_CPUS = 4
 _DELETED = ManifestEntryStatus.DELETED
 
 
-class ManifestCache:
-    """Live entries of decoded manifests by path, at most ``max_entries`` entries in all."""
+class ManifestCache(LRUCache[str, list[ManifestEntry]]):
+    """Live entries of decoded manifests by path, at most ``max_entries`` entries in all
+    (a :class:`~floe.cache.LRUCache` weighed by entry count). Values derived from a manifest
+    (its scan tasks per filter) are kept beside it and dropped when it is evicted."""
 
     def __init__(self, max_entries: int = 2_000_000) -> None:
-        self.max_entries = max_entries
-        self._items: OrderedDict[str, list[ManifestEntry]] = OrderedDict()
+        super().__init__(max_entries, weigher=len, on_evict=self._forget_derived)
         self._derived: dict[tuple[str, Any], Any] = {}
-        self._size = 0
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
 
-    def get(self, path: str) -> list[ManifestEntry] | None:
-        with self._lock:
-            entries = self._items.get(path)
-            if entries is None:
-                self.misses += 1
-                return None
-            self._items.move_to_end(path)
-            self.hits += 1
-            return entries
+    @property
+    def max_entries(self) -> int:
+        return self.max_weight
 
-    def put(self, path: str, entries: list[ManifestEntry]) -> None:
-        if len(entries) > self.max_entries:
-            return
-        with self._lock:
-            old = self._items.pop(path, None)
-            if old is not None:
-                self._size -= len(old)
-            self._items[path] = entries
-            self._size += len(entries)
-            while self._size > self.max_entries and self._items:
-                path, dropped = self._items.popitem(last=False)
-                self._size -= len(dropped)
-                for key in [k for k in self._derived if k[0] == path]:
-                    del self._derived[key]
+    def _forget_derived(self, path: str, _entries: list[ManifestEntry]) -> None:
+        # Called by LRUCache under its lock.
+        for key in [k for k in self._derived if k[0] == path]:
+            del self._derived[key]
 
     def derived(self, path: str, key: Any) -> Any:
         """A value computed from a cached manifest (e.g. its scan tasks), or None."""
@@ -87,23 +68,19 @@ class ManifestCache:
 
     def put_derived(self, path: str, key: Any, value: Any) -> None:
         """Remember a value computed from a manifest while the manifest stays cached."""
-        with self._lock:
+        with self._lock:  # evictions drop derived values under the same lock
             if path in self._items:
                 self._derived[(path, key)] = value
 
     def clear(self) -> None:
+        super().clear()
         with self._lock:
-            self._items.clear()
             self._derived.clear()
-            self._size = 0
-
-    def __len__(self) -> int:
-        return len(self._items)
 
     @property
     def size(self) -> int:
-        """Entries held."""
-        return self._size
+        """Entries held (an empty manifest counts as one)."""
+        return self.weight
 
 
 DEFAULT_CACHE = ManifestCache()

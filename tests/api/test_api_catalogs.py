@@ -34,12 +34,15 @@ def test_unknown_catalog_is_404_with_the_reason(api: APIClient, warehouse: Path)
 
 
 def test_namespaces_paginate(api: APIClient, warehouse: Path) -> None:
+    """Every namespace the catalog lists, nested ones too (``lake`` holds only ``lake.raw``)."""
     body = api.get("/api/catalogs/local/namespaces/", {"page_size": 2}).json()
-    assert body["count"] == 3
-    assert [n["name"] for n in body["results"]] == ["lake.raw", "sales"]
+    assert body["count"] == 4
+    assert body["results"] == [{"catalog": "local", "name": "lake", "table_count": 0},
+                               {"catalog": "local", "name": "lake.raw", "table_count": 1}]
     assert body["next"].endswith("page=2&page_size=2") and body["previous"] is None
     body = api.get(body["next"]).json()
-    assert body["results"] == [{"catalog": "local", "name": "staging", "table_count": 2}]
+    assert body["results"] == [{"catalog": "local", "name": "sales", "table_count": 2},
+                               {"catalog": "local", "name": "staging", "table_count": 2}]
 
 
 def test_tables_of_a_namespace_with_counts(api: APIClient, warehouse: Path) -> None:

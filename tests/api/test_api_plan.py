@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from explorer import selectors_scan
 from floe.catalog.filesystem import directory_table
 from floe.demo import create_demo_warehouse
 from floe.scan import plan_files
@@ -26,7 +25,6 @@ def _demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def demo(_demo: Path, settings) -> Path:  # type: ignore[no-untyped-def]
     settings.FLOE_WAREHOUSE = str(_demo)
-    selectors_scan.clear_caches()
     return _demo
 
 

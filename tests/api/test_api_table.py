@@ -4,8 +4,6 @@ schema, the numbers are floe.inspect's / floe.diff's, bad input is 400/404."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,23 +12,15 @@ from jsonschema import Draft7Validator
 from rest_framework.test import APIClient
 
 from explorer import selectors_table
-from explorer.testing_history import HistoryTable, write_history_table
 from floe import inspect
-from floe.catalog.filesystem import FileSystemCatalog
 from floe.io import FileIO
 from floe.manifest import read_manifest_list
-from floe.metadata import TableMetadata
+from tests.factories import HistoryTable
+from tests.factories import history_metadata as _md
 
 pytestmark = pytest.mark.django_db
 
 T = "/api/catalogs/local/namespaces/shop/tables/orders/"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_table_caches() -> Iterator[None]:
-    selectors_table.clear_table_caches()
-    yield
-    selectors_table.clear_table_caches()
 
 
 @pytest.fixture
@@ -40,35 +30,11 @@ def api() -> APIClient:
     return client
 
 
-@pytest.fixture(scope="module")
-def _built(tmp_path_factory: pytest.TempPathFactory) -> HistoryTable:
-    """Written once per module: the tests that change files use ``fresh_history``."""
-    return write_history_table(tmp_path_factory.mktemp("warehouse"))
-
-
-@pytest.fixture
-def history(_built: HistoryTable, settings) -> HistoryTable:  # type: ignore[no-untyped-def]
-    settings.FLOE_WAREHOUSE = str(Path(_built.location).parent.parent)
-    return _built
-
-
-@pytest.fixture
-def fresh_history(tmp_path: Path, settings) -> HistoryTable:  # type: ignore[no-untyped-def]
-    root = tmp_path / "warehouse"
-    root.mkdir()
-    settings.FLOE_WAREHOUSE = str(root)
-    return write_history_table(root)
-
-
 @pytest.fixture
 def openapi(api: APIClient) -> dict[str, Any]:
     response = api.get("/api/schema/", {"format": "json"})
     assert response.status_code == 200
     return response.json()  # type: ignore[no-any-return]
-
-
-def _md(history: HistoryTable) -> TableMetadata:
-    return FileSystemCatalog("local", str(Path(history.location).parent.parent)).load_table("shop.orders").metadata
 
 
 def _to_json_schema(node: Any) -> Any:

@@ -13,9 +13,7 @@ from typing import Any
 
 import pytest
 
-from explorer import selectors, selectors_scan
 from floe.demo import create_demo_warehouse
-from floe.scan import DEFAULT_CACHE
 
 CHROMIUM = os.environ.get("FLOE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -79,9 +77,6 @@ def site(live_server: Any, _demo_warehouse: Path, settings: Any) -> str:
     """The live server's URL, serving the demo warehouse to anonymous readers."""
     settings.FLOE_WAREHOUSE = str(_demo_warehouse)
     settings.FLOE_ALLOW_ANONYMOUS = True
-    selectors.clear_metadata_cache()
-    selectors_scan.clear_caches()
-    DEFAULT_CACHE.clear()
     return str(live_server.url)
 
 

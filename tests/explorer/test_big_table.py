@@ -15,7 +15,6 @@ import json
 import re
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from urllib.parse import urlencode
@@ -24,13 +23,11 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from explorer import selectors, selectors_scan, selectors_table
 from floe import stats
-from floe.catalog.filesystem import FileSystemCatalog
+from floe.catalog.filesystem import FileSystemCatalog, resolve_metadata_location
 from floe.io import FileIO
 from floe.manifest import ManifestWriter, read_manifest, read_manifest_list
 from floe.metadata import TableMetadata
-from floe.scan.manifests import DEFAULT_CACHE
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -61,21 +58,13 @@ def big_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _clear() -> None:
-    selectors.clear_metadata_cache()
-    selectors_table.clear_table_caches()
-    selectors_scan.clear_caches()
-    DEFAULT_CACHE.clear()
-
-
 @pytest.fixture
-def warehouse(big_warehouse: Path, settings) -> Iterator[Path]:  # type: ignore[no-untyped-def]
+def warehouse(big_warehouse: Path, settings) -> Path:  # type: ignore[no-untyped-def]
+    """The big table in the ``local`` catalog; the explorer's cache starts empty (conftest)."""
     settings.FLOE_WAREHOUSE = str(big_warehouse)
     settings.FLOE_PAGE_SIZE = PAGE_SIZE
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "PAGE_SIZE": PAGE_SIZE}
-    _clear()
-    yield big_warehouse
-    _clear()
+    return big_warehouse
 
 
 @pytest.fixture
@@ -144,7 +133,7 @@ def test_hand_encoded_data_files_are_fastavros_encoding() -> None:
 def test_pyiceberg_plans_every_file(md: TableMetadata, warehouse: Path) -> None:
     from pyiceberg.table import StaticTable
 
-    location = selectors.current_metadata_location(str(warehouse / "bench" / "big"))
+    location = resolve_metadata_location(FileIO(), str(warehouse / "bench" / "big"))
     table = StaticTable.from_metadata(location)
     assert len(table.metadata.snapshots) == SNAPSHOTS
     assert len(table.scan().plan_files()) == FILES

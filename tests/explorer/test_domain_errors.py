@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 from django.test import RequestFactory
 
-from explorer.errors import domain_error_body, domain_error_status
+from explorer.errors import (
+    CatalogUnavailable,
+    OutsideWarehouse,
+    domain_error_body,
+    domain_error_status,
+)
 from explorer.middleware import DomainErrorMiddleware
 from floe import errors
 
@@ -19,6 +24,8 @@ from floe import errors
         (errors.CommitStateUnknown("timeout"), 503),
         (errors.MetadataError("/w/t/metadata/v1.metadata.json", "malformed JSON"), 422),
         (errors.UnsupportedFormatVersion("/w/t/metadata/v1.metadata.json", "format-version 9"), 422),
+        (OutsideWarehouse("/elsewhere/v1.metadata.json", "outside the warehouse"), 422),
+        (CatalogUnavailable("catalog 'prod' is unavailable: connection refused"), 503),
         (ValueError("not ours"), None),
         (KeyError("bug"), None),
     ],

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from explorer import run
-from explorer.testing import write_table
+from tests.factories import write_table
 
 
 @pytest.fixture
@@ -51,7 +51,8 @@ def test_the_real_demo_warehouse_lists_without_errors(tmp_path: Path, settings) 
 
     target = tmp_path / "demo-warehouse"
     run.ensure_demo_warehouse(str(target))
-    rows = selectors.warehouse_tables(warehouse=str(target))
+    settings.FLOE_WAREHOUSE = str(target)
+    rows = selectors.table_rows(refs=selectors.catalog_table_refs(catalog="local"))
     assert rows, "the demo warehouse has no tables"
     assert [r for r in rows if r.error] == []
     assert any(r.current_snapshot_id is not None for r in rows)

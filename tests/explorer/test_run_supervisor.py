@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from explorer.testing import SnapshotSpec, write_table
+from tests.factories import SnapshotSpec, write_table
 
 pytestmark = pytest.mark.slow
 
@@ -198,3 +198,17 @@ def test_when_the_worker_dies_the_web_server_is_stopped_and_the_exit_is_non_zero
     assert "worker exited with status -9" in runner.output()
     assert not _alive(web)
     assert not _serving(runner)
+
+
+def test_a_broken_catalog_file_stops_the_runner_naming_it(tmp_path: Path) -> None:
+    config = tmp_path / "catalogs.toml"
+    config.write_text('[catalogs.prod]\ntype = "sql"\n')  # no uri
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLOE_", "DJANGO_", "CELERY_"))}
+    env.pop("DATABASE_URL", None)
+    env.update(FLOE_VAR_DIR=str(tmp_path / "var"), FLOE_WAREHOUSE=str(tmp_path),
+               FLOE_CATALOGS=str(config), FLOE_PORT=str(_free_port()))
+    done = subprocess.run([sys.executable, "-m", "explorer.run"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=STARTUP_TIMEOUT)
+    assert done.returncode == 2, done.stderr
+    assert f"{config}: catalog 'prod': missing option(s) ['uri']" in done.stderr
+    assert "started web" not in done.stderr

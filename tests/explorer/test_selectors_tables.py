@@ -1,110 +1,147 @@
-"""Finding tables in a warehouse and caching their parsed metadata by file path."""
+"""Finding tables through the catalog, and caching their parsed metadata by file path."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from explorer import selectors
-from explorer.catalogs import Catalog
-from explorer.testing import SnapshotSpec, write_broken_table, write_table
-from floe.errors import MetadataError, NotFound
+from explorer.cache import CACHE
+from floe.catalog.filesystem import FileSystemCatalog
+from floe.errors import MetadataError, NotFound, ValidationError
+from floe.schema import Schema
+from floe.types import LONG, NestedField
+from tests.factories import SnapshotSpec, write_broken_table, write_table
 
 
-def _catalog(root: Path) -> Catalog:
-    return Catalog(name="local", type="filesystem", warehouse=str(root))
+@pytest.fixture
+def root(tmp_path: Path, settings: Any) -> Path:
+    """An empty directory the ``local`` catalog points at."""
+    settings.FLOE_WAREHOUSE = str(tmp_path)
+    return tmp_path
 
 
-def test_walks_one_level_and_nested_namespaces_skipping_hidden_dirs(tmp_path: Path) -> None:
-    write_table(tmp_path, "a", "t1")
-    write_table(tmp_path, "a.b.c", "t2")
-    (tmp_path / ".trash" / "x" / "metadata").mkdir(parents=True)
-    (tmp_path / "_temporary" / "y" / "metadata").mkdir(parents=True)
-    (tmp_path / "not_a_table_at_top" / "metadata").mkdir(parents=True)
-    refs = selectors.catalog_table_refs(catalog=_catalog(tmp_path))
+def _identifiers(namespace: str | None = None) -> list[str]:
+    refs = selectors.catalog_table_refs(catalog="local", namespace=namespace)
+    return [r.identifier for r in refs]
+
+
+def _rows() -> list[selectors.TableRow]:
+    return selectors.table_rows(refs=selectors.catalog_table_refs(catalog="local"))
+
+
+def test_walks_one_level_and_nested_namespaces_skipping_hidden_dirs(root: Path) -> None:
+    write_table(root, "a", "t1")
+    write_table(root, "a.b.c", "t2")
+    (root / ".trash" / "x" / "metadata").mkdir(parents=True)
+    (root / ".trash" / "x" / "metadata" / "v1.metadata.json").write_text("{}")
+    (root / "not_a_table_at_top" / "metadata").mkdir(parents=True)
     # A table needs a namespace: a metadata/ directory right under the warehouse is no table.
-    assert [r.identifier for r in refs] == ["a.t1", "a.b.c.t2"]
+    assert _identifiers() == ["a.t1", "a.b.c.t2"]
 
 
-def test_a_table_directory_is_not_walked_into(tmp_path: Path) -> None:
-    location = write_table(tmp_path, "ns", "outer")
+def test_a_table_directory_is_not_walked_into(root: Path) -> None:
+    location = write_table(root, "ns", "outer")
     write_table(location, "data", "inner")  # looks like a table inside a table's directory
-    refs = selectors.catalog_table_refs(catalog=_catalog(tmp_path))
-    assert [r.identifier for r in refs] == ["ns.outer"]
+    assert _identifiers() == ["ns.outer"]
 
 
-def test_namespace_filter_includes_children_and_unknown_namespace_is_not_found(tmp_path: Path) -> None:
-    write_table(tmp_path, "a", "t1")
-    write_table(tmp_path, "a.b", "t2")
-    write_table(tmp_path, "ab", "t3")
-    refs = selectors.catalog_table_refs(catalog=_catalog(tmp_path), namespace="a")
-    assert [r.identifier for r in refs] == ["a.t1", "a.b.t2"]
-    with pytest.raises(NotFound, match="namespace 'zz'"):
-        selectors.catalog_table_refs(catalog=_catalog(tmp_path), namespace="zz")
+def test_namespace_filter_includes_children_and_unknown_namespace_is_not_found(root: Path) -> None:
+    write_table(root, "a", "t1")
+    write_table(root, "a.b", "t2")
+    write_table(root, "ab", "t3")
+    assert _identifiers("a") == ["a.t1", "a.b.t2"]
+    with pytest.raises(NotFound, match="namespace 'zz' does not exist in catalog 'local'"):
+        _identifiers("zz")
+    with pytest.raises(ValidationError, match="invalid namespace"):
+        _identifiers("a..b")
 
 
-def test_namespaces_count_their_own_tables(tmp_path: Path) -> None:
-    write_table(tmp_path, "a", "t1")
-    write_table(tmp_path, "a", "t0")
-    write_table(tmp_path, "a.b", "t2")
-    rows = selectors.catalog_namespaces(catalog=_catalog(tmp_path))
-    assert [(n.name, n.table_count) for n in rows] == [("a", 2), ("a.b", 1)]
+def test_namespaces_are_the_catalogs_nested_ones_too_with_their_own_tables(root: Path) -> None:
+    write_table(root, "a", "t1")
+    write_table(root, "a", "t0")
+    write_table(root, "a.b", "t2")
+    write_table(root, "x.y", "t3")  # x holds no table itself: still a namespace
+    rows = selectors.catalog_namespaces(catalog="local")
+    assert [(n.name, n.table_count) for n in rows] == [("a", 2), ("a.b", 1), ("x", 0), ("x.y", 1)]
 
 
-def test_metadata_is_parsed_once_per_file_and_a_new_commit_is_seen(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    write_table(tmp_path, "ns", "t", [SnapshotSpec(1, 10, 100)])
-    parsed: list[str] = []
-    real = selectors._load_metadata
-    monkeypatch.setattr(selectors, "_load_metadata", lambda loc: parsed.append(loc) or real(loc))
-    catalog = _catalog(tmp_path)
+def test_metadata_is_parsed_once_per_file_and_a_new_commit_is_seen(root: Path) -> None:
+    write_table(root, "ns", "t", [SnapshotSpec(1, 10, 100)])
     for _ in range(3):
-        (row,) = selectors.table_rows(refs=selectors.catalog_table_refs(catalog=catalog))
+        (row,) = _rows()
     assert row.records == 10
-    assert [Path(p).name for p in parsed] == ["v2.metadata.json"]
+    assert CACHE.metadata.misses == 1 and CACHE.metadata.keys() == [row.metadata_location]
+    assert Path(row.metadata_location or "").name == "v2.metadata.json"
 
     # A commit writes a new metadata file: a new key, read once, the old entry stays valid.
-    shutil.rmtree(tmp_path / "ns" / "t")
-    write_table(tmp_path, "ns", "t", [SnapshotSpec(1, 10, 100), SnapshotSpec(1, 5, 50)])
-    (row,) = selectors.table_rows(refs=selectors.catalog_table_refs(catalog=catalog))
+    shutil.rmtree(root / "ns" / "t")
+    write_table(root, "ns", "t", [SnapshotSpec(1, 10, 100), SnapshotSpec(1, 5, 50)])
+    (row,) = _rows()
     assert row.records == 15
-    assert [Path(p).name for p in parsed] == ["v2.metadata.json", "v3.metadata.json"]
+    assert [Path(p).name for p in CACHE.metadata.keys()] == ["v2.metadata.json", "v3.metadata.json"]
+    assert CACHE.metadata.misses == 2
 
 
-def test_the_cache_is_bounded(tmp_path: Path, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_commit_by_floe_shows_on_the_next_load(root: Path) -> None:
+    schema = Schema(NestedField(1, "id", LONG, required=True))
+    floe_catalog = FileSystemCatalog("writer", str(root))
+    floe_catalog.create_namespace("ns")
+    floe_catalog.create_table("ns.t", schema)
+    before = selectors.table_load(catalog="local", namespace="ns", name="t")
+    assert before.current_snapshot() is None
+    floe_catalog.load_table("ns.t").append(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    after = selectors.table_load(catalog="local", namespace="ns", name="t")
+    assert after.metadata_location != before.metadata_location
+    assert after.current_snapshot() is not None
+    assert after.current_snapshot().summary["total-records"] == "2"  # type: ignore[union-attr]
+    # the same metadata file gives the same (cached) handle
+    assert selectors.table_load(catalog="local", namespace="ns", name="t") is after
+
+
+def test_the_cache_is_bounded(root: Path, settings: Any) -> None:
     settings.FLOE_METADATA_CACHE_SIZE = 2
     for i in range(4):
-        write_table(tmp_path, "ns", f"t{i}")
-    selectors.table_rows(refs=selectors.catalog_table_refs(catalog=_catalog(tmp_path)))
-    assert len(selectors._metadata_cache) == 2
+        write_table(root, "ns", f"t{i}")
+    assert all(r.error is None for r in _rows())
+    assert len(CACHE.metadata) == 2 and len(CACHE.tables) == 2
 
 
-def test_an_unexpected_exception_becomes_an_error_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write_table(tmp_path, "ns", "t")
+def test_an_unexpected_exception_becomes_an_error_row(root: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    write_table(root, "ns", "t")
 
-    def boom(location: str) -> None:
+    def boom(data: bytes, location: str) -> None:
         raise KeyError("schemas")
 
-    monkeypatch.setattr(selectors, "_load_metadata", boom)
-    (row,) = selectors.table_rows(refs=selectors.catalog_table_refs(catalog=_catalog(tmp_path)))
+    monkeypatch.setattr(selectors, "parse_metadata", boom)
+    (row,) = _rows()
     assert row.error is not None and "v1.metadata.json: KeyError" in row.error
 
 
-def test_table_get_raises_the_domain_errors(tmp_path: Path) -> None:
-    write_broken_table(tmp_path, "ns", "bad")
-    catalog = _catalog(tmp_path)
-    with pytest.raises(NotFound):
-        selectors.table_get(catalog=catalog, namespace="ns", name="absent")
+def test_table_load_raises_the_domain_errors(root: Path) -> None:
+    write_broken_table(root, "ns", "bad")
+    with pytest.raises(NotFound, match="table ns.absent does not exist in catalog 'local'"):
+        selectors.table_load(catalog="local", namespace="ns", name="absent")
+    with pytest.raises(NotFound, match="namespace 'nope' does not exist in catalog 'local'"):
+        selectors.table_load(catalog="local", namespace="nope", name="t")
+    with pytest.raises(NotFound, match="catalog 'hive' does not exist"):
+        selectors.table_load(catalog="hive", namespace="ns", name="bad")
+    with pytest.raises(ValidationError, match="invalid table name"):
+        selectors.table_load(catalog="local", namespace="ns", name="..")
     with pytest.raises(MetadataError) as info:
-        selectors.table_get(catalog=catalog, namespace="ns", name="bad")
+        selectors.table_load(catalog="local", namespace="ns", name="bad")
     assert info.value.location.endswith("ns/bad/metadata/v1.metadata.json")
 
 
-def test_warehouse_tables_loads_every_table(tmp_path: Path) -> None:
-    write_table(tmp_path, "ns", "t", [SnapshotSpec(2, 20, 200)])
-    (row,) = selectors.warehouse_tables(warehouse=str(tmp_path))
-    assert (row.catalog, row.identifier, row.format_version, row.current_snapshot_id) == ("local", "ns.t", 2, 1001)
+def test_rows_load_every_listed_table(root: Path) -> None:
+    write_table(root, "ns", "t", [SnapshotSpec(2, 20, 200)])
+    (row,) = _rows()
+    assert (row.catalog, row.identifier, row.format_version, row.current_snapshot_id) == \
+        ("local", "ns.t", 2, 1001)
     assert (row.data_files, row.records, row.files_size, row.delete_files) == (2, 20, 200, 0)
+    assert row.location == str(root / "ns" / "t")

@@ -1,4 +1,4 @@
-"""The first page: the tables of the configured warehouse, searchable, broken ones visible."""
+"""The first page: the tables of the configured catalogs, searchable, broken ones visible."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from explorer.testing import SnapshotSpec, write_table
+from explorer.cache import CACHE
+from tests.factories import SnapshotSpec, write_table
 
 pytestmark = pytest.mark.django_db
 
@@ -74,9 +75,7 @@ def test_pages_long_lists_and_reads_only_the_page(client: Client, tmp_path: Path
     html = client.get("/", {"page": 3}).content.decode()
     assert re.findall(r'data-table="([^"]+)"', html) == ["ns.t6"]
     assert "Page 3 of 3" in html
-    from explorer import selectors
-
-    assert len(selectors._metadata_cache) == 1  # only the table on the page was read
+    assert len(CACHE.metadata) == 1  # only the table on the page was read
 
 
 def test_an_empty_and_a_missing_warehouse_are_explained(client: Client, tmp_path: Path, settings) -> None:  # type: ignore[no-untyped-def]

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from explorer.testing_history import write_history_table
+from tests.factories import write_history_table
 from floe import inspect
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.diff import schema_changes, schema_history, snapshot_diff, spec_history

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from explorer.testing_history import BASE_MS, write_history_table
+from tests.factories import BASE_MS, write_history_table
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.health import table_health
 from floe.inspect import file_rows

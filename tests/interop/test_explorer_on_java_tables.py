@@ -10,7 +10,6 @@ import pytest
 from django.test import Client
 from spark_tables import SparkTable
 
-from explorer import selectors
 from floe import inspect
 from floe.catalog.filesystem import load_table_metadata
 from floe.io import FileIO
@@ -23,7 +22,6 @@ def client(spark_tables: dict[str, SparkTable], settings: Any) -> Client:
     tables = list(spark_tables.values())
     settings.FLOE_WAREHOUSE = str(tables[0].location.parent.parent)
     settings.FLOE_ALLOW_ANONYMOUS = True
-    selectors.clear_metadata_cache()
     return Client()
 
 

@@ -1,0 +1,81 @@
+"""Everything the explorer keeps between requests: one cache object, one :func:`clear`.
+
+Every key names an immutable file (a metadata file, a manifest list, a manifest) or a value
+computed from one, so nothing goes stale: a commit writes a new metadata file, every request
+asks the catalog for the current one (cheap for file-system and SQL catalogs), and the new
+location is a new key. The old entries age out. Each part is a bounded
+:class:`floe.cache.LRUCache`:
+
+* ``metadata``: parsed metadata by metadata-file path (``FLOE_METADATA_CACHE_SIZE`` files);
+* ``tables``: :class:`floe.table.Table` handles by (catalog, identifier, metadata file);
+* ``derived``: values computed from one file, keyed (file path, what): snapshot index,
+  timeline, snapshot and history rows, manifest lists, manifest rows;
+* ``scans``: explained scan plans and partition statistics (large, so few);
+* ``entries``: decoded manifests, every entry status, bounded by the number of entries;
+* ``live``: the planner's manifest cache (live entries; :class:`floe.scan.ManifestCache`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+from floe.cache import LRUCache
+from floe.manifest import ManifestEntry
+from floe.metadata import TableMetadata
+from floe.scan.manifests import ManifestCache
+from floe.table import Table
+
+__all__ = ["CACHE", "ExplorerCache", "clear"]
+
+#: Decoded manifest entries kept, all statuses, counted across manifests (and as many live
+#: entries for the planner).
+ENTRY_CACHE_SIZE = 1_000_000
+#: Values derived from one file, per parsed metadata file kept.
+DERIVED_PER_METADATA = 4
+#: Explained plans and partition statistics kept (each may hold every file of a table).
+SCAN_CACHE_SIZE = 16
+
+
+class ExplorerCache:
+    """The explorer's caches (see the module docstring); sized from settings on use."""
+
+    def __init__(self, metadata_size: int = 256) -> None:
+        self.metadata: LRUCache[str, TableMetadata] = LRUCache(metadata_size)
+        self.tables: LRUCache[tuple[str, str, str], Table] = LRUCache(metadata_size)
+        self.derived: LRUCache[tuple[Any, ...], Any] = LRUCache(
+            metadata_size * DERIVED_PER_METADATA)
+        self.scans: LRUCache[tuple[Any, ...], Any] = LRUCache(SCAN_CACHE_SIZE)
+        self.entries: LRUCache[str, list[ManifestEntry]] = LRUCache(
+            ENTRY_CACHE_SIZE, weigher=len)
+        self.live = ManifestCache(ENTRY_CACHE_SIZE)
+
+    def _parts(self) -> tuple[LRUCache[Any, Any], ...]:
+        return (self.metadata, self.tables, self.derived, self.scans, self.entries, self.live)
+
+    def sized(self) -> ExplorerCache:
+        """This cache, bounded by the current ``FLOE_METADATA_CACHE_SIZE``."""
+        size = settings.FLOE_METADATA_CACHE_SIZE
+        if self.metadata.max_weight != size:
+            self.metadata.resize(size)
+            self.tables.resize(size)
+            self.derived.resize(size * DERIVED_PER_METADATA)
+        return self
+
+    def clear(self) -> None:
+        for part in self._parts():
+            part.clear()
+
+    def __repr__(self) -> str:
+        names = ("metadata", "tables", "derived", "scans", "entries", "live")
+        return "ExplorerCache(" + ", ".join(
+            f"{n}={len(p)}" for n, p in zip(names, self._parts(), strict=True)) + ")"
+
+
+CACHE = ExplorerCache()
+
+
+def clear() -> None:
+    """Forget everything cached (tests; nothing else needs it: keys never go stale)."""
+    CACHE.clear()

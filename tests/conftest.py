@@ -1,0 +1,121 @@
+"""Fixtures shared by the explorer, API and browser tests: warehouses the ``local`` catalog
+points at, and explorer state that never leaks from one test into the next.
+
+Nothing here imports the explorer unless a test uses it, so the floe tests stay free of it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from tests.factories import (
+    HistoryTable,
+    SnapshotSpec,
+    write_broken_table,
+    write_history_table,
+    write_table,
+)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_ambient_catalog_file(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The explorer reads ``~/.floe/catalogs.toml`` by default; tests see only the catalogs
+    they configure (an empty catalog file unless FLOE_CATALOGS is set)."""
+    from django.conf import settings
+
+    if not settings.FLOE_CATALOGS:
+        empty = tmp_path_factory.mktemp("catalogs") / "none.toml"
+        empty.write_text("")
+        settings.FLOE_CATALOGS = str(empty)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_explorer_state() -> Iterator[None]:
+    """Each test starts with the explorer's cache empty and ends with its catalogs closed
+    (a SQL catalog holds database connections)."""
+    if "explorer.cache" in sys.modules:
+        sys.modules["explorer.cache"].clear()
+    yield
+    if "explorer.catalogs" in sys.modules:
+        sys.modules["explorer.catalogs"].close_catalogs()
+    if "explorer.cache" in sys.modules:
+        sys.modules["explorer.cache"].clear()
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path, settings: Any) -> Path:
+    """A warehouse with three readable tables (one v1, one empty, one nested namespace) and a
+    broken one; the ``local`` catalog points at it."""
+    root = tmp_path / "warehouse"
+    write_table(root, "sales", "orders", [SnapshotSpec(2, 100, 2048), SnapshotSpec(1, 50, 1000, 1)])
+    write_table(root, "sales", "refunds", [SnapshotSpec(1, 7, 512)], format_version=1)
+    write_table(root, "staging", "empty_table")
+    write_table(root, "lake.raw", "events", [SnapshotSpec(3, 3000, 90_000)])
+    write_broken_table(root, "staging", "broken")
+    settings.FLOE_WAREHOUSE = str(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def _history_built(tmp_path_factory: pytest.TempPathFactory) -> HistoryTable:
+    """Written once per module: the tests that change files use ``fresh_history``."""
+    return write_history_table(tmp_path_factory.mktemp("warehouse"))
+
+
+@pytest.fixture
+def history(_history_built: HistoryTable, settings: Any) -> HistoryTable:
+    """``shop.orders`` with a history (tests.factories.write_history_table), read-only, in
+    the warehouse of the ``local`` catalog."""
+    settings.FLOE_WAREHOUSE = str(Path(_history_built.location).parent.parent)
+    return _history_built
+
+
+@pytest.fixture
+def fresh_history(tmp_path: Path, settings: Any) -> HistoryTable:
+    """Like ``history``, written for this test alone (it may damage it)."""
+    root = tmp_path / "warehouse"
+    root.mkdir()
+    settings.FLOE_WAREHOUSE = str(root)
+    return write_history_table(root)
+
+
+# -- PostgreSQL ---------------------------------------------------------------------------
+# Found at ``FLOE_TEST_POSTGRES_URL`` (an SQLAlchemy URL of a database we may ``CREATE DATABASE``
+# from), by default postgresql+psycopg://postgres@127.0.0.1:5432/postgres (scripts/test.sh makes
+# sure it runs there). With ``FLOE_REQUIRE_POSTGRES=1`` an unreachable server fails the tests
+# that need it; otherwise they skip.
+
+DEFAULT_POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """The URL of a fresh, empty database (``floe_test_<random>``), dropped at the end."""
+    admin_url = make_url(os.environ.get("FLOE_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL))
+    try:
+        admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except Exception as e:  # noqa: BLE001 - any reason PostgreSQL is unusable is the same here
+        why = f"PostgreSQL at {admin_url.render_as_string(hide_password=True)}: {e}"
+        if os.environ.get("FLOE_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"FLOE_REQUIRE_POSTGRES=1 but {why}", pytrace=False)
+        pytest.skip(why)
+    name = f"floe_test_{uuid.uuid4().hex[:12]}"
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield admin_url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()

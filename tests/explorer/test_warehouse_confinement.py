@@ -1,0 +1,119 @@
+"""One confinement rule: a file is read only when its real path (symlinks resolved) is inside
+the catalog's warehouse. Whatever escapes, a table directory, a namespace, a manifest list
+or a data file, every page and endpoint answers the same error with the same status (422,
+naming the file) and reads nothing outside."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from explorer.cache import CACHE
+from floe.inspect import file_rows
+from floe.io import FileIO
+from tests.factories import HistoryTable, history_metadata, write_history_table
+
+pytestmark = pytest.mark.django_db
+
+OUTSIDE = "outside the warehouse"
+
+
+def _table_urls(base: str, api: str, outside: HistoryTable) -> list[str]:
+    """Every page and endpoint of one table, with ids that exist in the ``outside`` table (so
+    only the confinement can make them fail)."""
+    first, last = outside.snapshot_ids[0], outside.snapshot_ids[-1]
+    pages = ["", "snapshots/", f"snapshots/{last}/", f"snapshots/{last}/manifests/0/",
+             f"snapshots/{last}/manifests/0/files/0/", "history/", "diff/",
+             f"diff/?from={first}&to={last}", "partitions/", "plan/", "preview/",
+             "preview/?format=csv"]
+    endpoints = ["", "snapshots/", f"snapshots/{last}/", f"snapshots/{last}/manifests/",
+                 f"snapshots/{last}/files/", "refs/", "history/", f"diff/?from={first}&to={last}",
+                 "plan/"]
+    return [base + p for p in pages] + [api + e for e in endpoints]
+
+
+@pytest.fixture
+def escapes(fresh_history: HistoryTable, tmp_path: Path) -> HistoryTable:
+    """The ``local`` warehouse holds ``shop.orders``, ``shop.link`` (a symlink to a table
+    outside) and ``escape`` (a symlink to a namespace outside, holding ``secret``)."""
+    outside = write_history_table(tmp_path / "outside", "x", "secret")
+    warehouse = Path(fresh_history.location).parent.parent
+    (warehouse / "shop" / "link").symlink_to(outside.location, target_is_directory=True)
+    (warehouse / "escape").symlink_to(Path(outside.location).parent, target_is_directory=True)
+    return outside
+
+
+@pytest.mark.parametrize(("ns", "table"), [("shop", "link"), ("escape", "secret")])
+def test_every_page_and_endpoint_refuses_an_escaped_table_alike(
+    client: Client, escapes: HistoryTable, ns: str, table: str
+) -> None:
+    base = f"/catalogs/local/namespaces/{ns}/tables/{table}/"
+    api = f"/api/catalogs/local/namespaces/{ns}/tables/{table}/"
+    statuses = {}
+    for url in _table_urls(base, api, escapes):
+        response = client.get(url)
+        statuses[url] = response.status_code
+        assert OUTSIDE in html.unescape(response.content.decode()), url
+    assert set(statuses.values()) == {422}, statuses
+    body = client.get(api).json()
+    # refused at the first file of the table (its version hint), before any metadata file
+    assert body["error"] == "OutsideWarehouse"
+    assert f"/{ns}/{table}/metadata/" in body["location"]
+    assert len(CACHE.metadata) == 0 and len(CACHE.derived) == 0  # nothing was read
+
+
+def test_the_lists_show_an_escaped_table_as_an_error_row(client: Client,
+                                                         escapes: HistoryTable) -> None:
+    page = client.get("/")
+    assert page.status_code == 200
+    text = html.unescape(page.content.decode())
+    assert 'data-table="shop.link"' in text and 'data-table="x.secret"' not in text
+    assert 'data-table="escape.secret"' in text and OUTSIDE in text
+    rows = client.get("/api/catalogs/local/namespaces/shop/tables/").json()["results"]
+    link = next(r for r in rows if r["name"] == "link")
+    assert OUTSIDE in link["error"] and link["format_version"] is None
+    assert next(r for r in rows if r["name"] == "orders")["error"] is None
+    outside = str(Path(escapes.location).parent.parent)
+    assert CACHE.metadata.keys() and not any(k.startswith(outside) for k in CACHE.metadata.keys())
+
+
+def test_a_manifest_list_named_outside_is_not_read(client: Client, fresh_history: HistoryTable,
+                                                   tmp_path: Path) -> None:
+    secret = tmp_path / "secret.avro"
+    secret.write_bytes(b"top secret")
+    metadata = Path(fresh_history.location) / "metadata"
+    current = max(metadata.glob("v*.metadata.json"), key=lambda p: int(p.name[1:].split(".")[0]))
+    doc = json.loads(current.read_text())
+    doc["snapshots"][0]["manifest-list"] = str(secret)
+    current.write_text(json.dumps(doc))
+    sid = doc["snapshots"][0]["snapshot-id"]
+    base = "/catalogs/local/namespaces/shop/tables/orders/"
+    api = "/api/catalogs/local/namespaces/shop/tables/orders/"
+    for url in (base + f"snapshots/{sid}/", api + f"snapshots/{sid}/manifests/",
+                api + f"snapshots/{sid}/files/", base + f"plan/?snapshot={sid}",
+                base + f"preview/?snapshot={sid}", base + f"partitions/?snapshot={sid}"):
+        response = client.get(url)
+        assert response.status_code == 422, url
+        assert str(secret) in response.content.decode() and OUTSIDE in response.content.decode()
+    assert client.get(base).status_code == 200  # the table itself is fine
+
+
+def test_a_data_file_linked_from_outside_is_not_read(client: Client, fresh_history: HistoryTable,
+                                                     tmp_path: Path) -> None:
+    md = history_metadata(fresh_history)
+    path = Path(file_rows(FileIO(), md, md.current_snapshot())[0]["file_path"])
+    moved = tmp_path / "elsewhere.parquet"
+    os.replace(path, moved)
+    path.symlink_to(moved)
+    base = "/catalogs/local/namespaces/shop/tables/orders/"
+    for url in (base + "preview/", base + "preview/?format=parquet"):
+        response = client.get(url)
+        assert response.status_code == 422, url
+        assert str(path) in html.unescape(response.content.decode())
+    # pages that read metadata only still render
+    assert client.get(base + "snapshots/").status_code == 200
