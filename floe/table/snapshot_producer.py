@@ -33,6 +33,7 @@ from floe.manifest import (
     ManifestFile,
     ManifestListWriter,
     ManifestWriter,
+    UNASSIGNED_SEQ,
     read_manifest,
     read_manifest_list,
 )
@@ -275,6 +276,8 @@ class SnapshotProducer(PendingOperation):
         self._manifest_count = 0
         self._new_manifests: list[ManifestFile] | None = None
         self._rewritten: dict[str, tuple[ManifestFile | None, list[ManifestEntry]]] = {}
+        self._old_deletes: dict[tuple[str, int],
+                                tuple[ManifestFile | None, list[ManifestEntry]]] = {}
         self._merged: dict[tuple[str, ...], ManifestFile] = {}
         self._last_manifests: list[ManifestFile] = []
         self.committed_snapshot: Snapshot | None = None
@@ -295,7 +298,15 @@ class SnapshotProducer(PendingOperation):
         removed: list[DataFile] = []
         if self.deleted:
             existing, removed = self._remove_files(base, existing)
+        merging = self.merge or bool(self.deleted) or self.operation != Operation.APPEND
+        if merging and base.format_version >= 2:
+            existing, dropped = self._drop_old_deletes(base, existing)
+            removed += dropped
         new = self._write_new_manifests(base)
+        if merging:
+            # Java MergingSnapshotProducer: keep manifests with live files or written now
+            existing = [m for m in existing if m.has_added_files() or m.has_existing_files()
+                        or m.added_snapshot_id == self.snapshot_id]
         manifests = self._merge(base, new, existing) if self.merge else new + existing
         list_path = (f"{base.location.rstrip('/')}/metadata/snap-{self.snapshot_id}-"
                      f"{self.attempt}-{self.commit_uuid}.avro")
@@ -390,15 +401,47 @@ class SnapshotProducer(PendingOperation):
                 + (f"; {len(missing) - 1} more missing" if len(missing) > 1 else ""))
         return kept, removed
 
+    def _drop_old_deletes(self, base: TableMetadata, manifests: list[ManifestFile]
+                          ) -> tuple[list[ManifestFile], list[DataFile]]:
+        """Java ``dropDeleteFilesOlderThan``: a delete file whose data sequence number is
+        below every live data file's can apply to nothing; it is removed in this commit."""
+        floor = min((m.min_sequence_number for m in manifests
+                     if m.content == ManifestContent.DATA
+                     and m.min_sequence_number != UNASSIGNED_SEQ
+                     and (m.has_added_files() or m.has_existing_files())),
+                    default=base.last_sequence_number)
+        floor = min(floor, base.last_sequence_number)
+        kept: list[ManifestFile] = []
+        dropped: list[DataFile] = []
+        for m in manifests:
+            if m.content != ManifestContent.DELETES or m.min_sequence_number >= floor:
+                kept.append(m)
+                continue
+            key = (m.manifest_path, floor)
+            if key not in self._old_deletes:
+                self._old_deletes[key] = self._rewrite_where(
+                    base, m, lambda e: (e.sequence_number or 0) < floor)
+            rewritten, entries = self._old_deletes[key]
+            kept.append(rewritten if rewritten is not None else m)
+            dropped += [e.data_file for e in entries]
+        return kept, dropped
+
     def _rewrite(self, base: TableMetadata, m: ManifestFile
                  ) -> tuple[ManifestFile | None, list[ManifestEntry]]:
+        return self._rewrite_where(base, m, lambda e: e.data_file.file_path in self.deleted)
+
+    def _rewrite_where(self, base: TableMetadata, m: ManifestFile,
+                       doomed: Callable[[ManifestEntry], bool]
+                       ) -> tuple[ManifestFile | None, list[ManifestEntry]]:
+        """``m`` with the live entries ``doomed`` selects marked DELETED (None when none
+        is), and those entries."""
         entries = read_manifest(self.io, m, discard_deleted=True, lazy_stats=False)
-        hits = [e for e in entries if e.data_file.file_path in self.deleted]
+        hits = [e for e in entries if doomed(e)]
         if not hits:
             return None, []
         writer = self._writer(base, m.partition_spec_id, m.content)
         for e in entries:
-            if e.data_file.file_path in self.deleted:
+            if doomed(e):
                 writer.delete(e)
             else:
                 writer.existing(e)

@@ -690,17 +690,43 @@ def test_remove_dangling_deletes(catalog: FileSystemCatalog) -> None:
     t.delete_where("s = 'p2' AND id = 2", mode="merge-on-read")
     before = bag(t)
     assert find_dangling_deletes(t.io, t.metadata, t.current_snapshot()) == []
-    # every data file rewritten at a later sequence number: the old deletes apply to nothing
-    compact(t, options={"rewrite-all": "true", "use-starting-sequence-number": "false"})
+    # partition p1's data rewritten at a later sequence number: its equality delete applies
+    # to nothing, while p0's old data keeps the table's lowest sequence number
+    compact(t, options={"rewrite-all": "true", "use-starting-sequence-number": "false"},
+            filter="s = 'p1'")
     assert bag(t) == before
     dangling = find_dangling_deletes(t.io, t.refresh().metadata, t.current_snapshot())
     assert {f.content for f in dangling} == {FileContent.EQUALITY_DELETES}
+    assert {json_partition(f) for f in dangling} == {"p1"}
     dry = remove_dangling_deletes(t, dry_run=True)
     assert set(dry.removed_delete_files) == {f.file_path for f in dangling}
     result = remove_dangling_deletes(t)
     assert result.snapshot_id == t.current_snapshot().snapshot_id
-    assert live(t, FileContent.EQUALITY_DELETES) == [] and bag(t) == before
+    left = {json_partition(e.data_file) for e in live(t, FileContent.EQUALITY_DELETES)}
+    assert left and "p1" not in left and bag(t) == before
     assert remove_dangling_deletes(t).snapshot_id is None  # nothing left: no commit
+
+
+def json_partition(f: Any) -> Any:
+    return next(iter(f.partition.values())) if isinstance(f.partition, dict) \
+        else f.partition[0]
+
+
+def test_commit_drops_deletes_older_than_every_data_file(catalog: FileSystemCatalog) -> None:
+    """Java MergingSnapshotProducer (dropDeleteFilesOlderThan): once every data file has a
+    higher data sequence number than a delete file, the next non-append commit removes the
+    delete file (and manifests left without live files are not carried forward)."""
+    t = make(catalog, "olddeletes", appends=3)
+    t.delete_equal(["id"], pa.table({"id": pa.array([4, 5], pa.int64())}))
+    t.delete_where("s = 'p2' AND id = 2", mode="merge-on-read")
+    before = bag(t)
+    compact(t, options={"rewrite-all": "true", "use-starting-sequence-number": "false"})
+    assert bag(t) == before
+    assert live(t, FileContent.EQUALITY_DELETES) == []
+    assert live(t, FileContent.POSITION_DELETES) == []
+    summary = t.current_snapshot().summary
+    assert int(summary["removed-equality-delete-files"]) >= 1
+    assert find_dangling_deletes(t.io, t.metadata, t.current_snapshot()) == []
 
 
 def test_more_failed_commits_than_allowed_fail_the_run(catalog: FileSystemCatalog) -> None:
