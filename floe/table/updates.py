@@ -33,7 +33,8 @@ __all__ = [
     "LAST_ADDED",
     "TableUpdate", "AssignUUID", "UpgradeFormatVersion", "AddSchema", "SetCurrentSchema",
     "AddPartitionSpec", "SetDefaultSpec", "AddSortOrder", "SetDefaultSortOrder", "AddSnapshot",
-    "SetSnapshotRef", "RemoveSnapshots", "RemoveSnapshotRef", "SetProperties",
+    "SetSnapshotRef", "RemoveSnapshots", "RemoveSnapshotRef", "RemovePartitionStatistics",
+    "RemoveSchemas", "RemovePartitionSpecs", "SetProperties",
     "RemoveProperties", "SetLocation",
     "TableRequirement", "AssertCreate", "AssertTableUUID", "AssertRefSnapshotId",
     "AssertCurrentSchemaId", "AssertLastAssignedFieldId", "AssertDefaultSpecId",
@@ -238,6 +239,10 @@ class SetSnapshotRef(TableUpdate):
 
 @dataclass(frozen=True, slots=True)
 class RemoveSnapshots(TableUpdate):
+    """Drop snapshots with their refs, statistics and partition statistics. The snapshot log
+    keeps only the entries after the last one of a removed snapshot (Java
+    ``updateSnapshotLog``: history before a gap need not be ancestry of the current state)."""
+
     snapshot_ids: tuple[int, ...]
     action = "remove-snapshots"
 
@@ -245,12 +250,58 @@ class RemoveSnapshots(TableUpdate):
         md, gone = b.md, set(self.snapshot_ids)
         refs = {n: r for n, r in md.refs.items() if r.snapshot_id not in gone}
         current = md.current_snapshot_id if md.current_snapshot_id not in gone else None
+        log: list[SnapshotLogEntry] = []
+        for entry in md.snapshot_log:
+            if entry.snapshot_id in gone:
+                log.clear()
+            else:
+                log.append(entry)
         b.replace(
             snapshots=tuple(s for s in md.snapshots if s.snapshot_id not in gone),
-            snapshot_log=tuple(e for e in md.snapshot_log if e.snapshot_id not in gone),
+            snapshot_log=tuple(log),
             refs=refs, current_snapshot_id=current,
             statistics=tuple(s for s in md.statistics if s.snapshot_id not in gone),
+            partition_statistics=tuple(s for s in md.partition_statistics
+                                       if s.snapshot_id not in gone),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class RemovePartitionStatistics(TableUpdate):
+    """Drop the partition-statistics files registered for these snapshots (Java's
+    ``removeSnapshots`` does it for every removed snapshot)."""
+
+    snapshot_ids: tuple[int, ...]
+    action = "remove-partition-statistics"
+
+    def apply(self, b: _Builder) -> None:
+        gone = set(self.snapshot_ids)
+        b.replace(partition_statistics=tuple(
+            s for s in b.md.partition_statistics if s.snapshot_id not in gone))
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveSchemas(TableUpdate):
+    schema_ids: tuple[int, ...]
+    action = "remove-schemas"
+
+    def apply(self, b: _Builder) -> None:
+        if b.md.current_schema_id in self.schema_ids:
+            raise ValidationError(f"cannot remove the current schema {b.md.current_schema_id}")
+        b.replace(schemas=tuple(s for s in b.md.schemas if s.schema_id not in self.schema_ids))
+
+
+@dataclass(frozen=True, slots=True)
+class RemovePartitionSpecs(TableUpdate):
+    spec_ids: tuple[int, ...]
+    action = "remove-partition-specs"
+
+    def apply(self, b: _Builder) -> None:
+        if b.md.default_spec_id in self.spec_ids:
+            raise ValidationError(
+                f"cannot remove the default partition spec {b.md.default_spec_id}")
+        b.replace(partition_specs=tuple(
+            s for s in b.md.partition_specs if s.spec_id not in self.spec_ids))
 
 
 @dataclass(frozen=True, slots=True)
