@@ -54,6 +54,75 @@ def _paths(label: str, paths: Any) -> list[str]:
     return [f"{label}: {len(paths)}"] + [f"  {p}" for p in paths]
 
 
+# -- expiry and orphans ----------------------------------------------------------------------------
+
+
+def _older_than(value: str) -> int:
+    """``--older-than``: a timestamp in ms since the epoch (as Java's procedures take), or an
+    age such as ``5d``, ``12h``, ``30m``, ``90s`` counted back from now."""
+    import time
+
+    units = {"d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1_000}
+    text = value.strip().lower()
+    try:
+        if text and text[-1] in units:
+            return int(time.time() * 1000) - int(float(text[:-1]) * units[text[-1]])
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: expected milliseconds since the epoch or an age like 5d, 12h, 30m")
+
+
+def cmd_expire(args: argparse.Namespace) -> None:
+    from floe.maintenance.expire import expire_snapshots
+
+    def run(table: Any, bar: Any) -> Any:
+        return expire_snapshots(table, older_than_ms=args.older_than,
+                                retain_last=args.retain_last,
+                                snapshot_ids=args.snapshot_id or (),
+                                clean_expired_metadata=args.clean_expired_metadata,
+                                clean_expired_files=not args.keep_files,
+                                dry_run=args.dry_run, on_progress=bar)
+
+    def summary(r: Any) -> list[str]:
+        verb = "would expire" if r.dry_run else "expired"
+        lines = [f"{verb} {len(r.expired_snapshot_ids)} snapshot(s)"
+                 + (f": {', '.join(map(str, r.expired_snapshot_ids))}"
+                    if r.expired_snapshot_ids else "")]
+        if r.removed_refs:
+            lines.append(f"{'would remove' if r.dry_run else 'removed'} refs: "
+                         + ", ".join(r.removed_refs))
+        lines += _paths("would delete" if r.dry_run else "deleted", r.files())
+        lines += [f"failed to delete {p}: {e}" for p, e in r.failed]
+        lines += [f"warning: {w}" for w in r.warnings]
+        return lines
+
+    _run(args, run, summary)
+
+
+def cmd_remove_orphans(args: argparse.Namespace) -> None:
+    from floe.maintenance.orphans import remove_orphan_files
+
+    def run(table: Any, bar: Any) -> Any:
+        return remove_orphan_files(table, older_than_ms=args.older_than,
+                                   location=args.location, dry_run=args.dry_run,
+                                   prefix_mismatch_mode=args.prefix_mismatch_mode,
+                                   equal_schemes=_options(args.equal_scheme) or None,
+                                   equal_authorities=_options(args.equal_authority) or None,
+                                   force=args.force, on_progress=bar)
+
+    def summary(r: Any) -> list[str]:
+        lines = [f"listed {r.listed_files} file(s) under {r.location}, "
+                 f"{r.candidate_files} old enough"]
+        lines += _paths("would delete" if r.dry_run else "deleted", r.orphan_files)
+        if r.ignored_prefix_mismatches:
+            lines += _paths("ignored (prefix mismatch)", r.ignored_prefix_mismatches)
+        lines += [f"failed to delete {p}: {e}" for p, e in r.failed]
+        return lines
+
+    _run(args, run, summary)
+
+
 # -- compaction and manifests ---------------------------------------------------------------------
 
 
@@ -159,6 +228,35 @@ def register(subparsers: Any) -> None:
         p.add_argument("--json", action="store_true", help="one JSON document on stdout")
         p.set_defaults(func=func)
         return p
+
+    p = command("expire", cmd_expire,
+                "expire old snapshots and delete the files only they reached")
+    p.add_argument("--older-than", type=_older_than, metavar="MS|AGE",
+                   help="expire snapshots older than this (ms since the epoch, or 5d / 12h); "
+                        "default: history.expire.max-snapshot-age-ms (5 days)")
+    p.add_argument("--retain-last", type=int, metavar="N",
+                   help="keep at least N ancestors of each branch; "
+                        "default: history.expire.min-snapshots-to-keep (1)")
+    p.add_argument("--snapshot-id", type=int, action="append", metavar="ID",
+                   help="expire this snapshot (repeatable)")
+    p.add_argument("--clean-expired-metadata", action="store_true",
+                   help="also remove schemas and partition specs no snapshot uses")
+    p.add_argument("--keep-files", action="store_true",
+                   help="commit the expiry but delete no files")
+
+    p = command("remove-orphans", cmd_remove_orphans,
+                "delete files under the table location that no metadata references")
+    p.add_argument("--older-than", type=_older_than, metavar="MS|AGE",
+                   help="only files last modified before this (default: 3 days ago; "
+                        "under 24 hours needs --force)")
+    p.add_argument("--location", help="a directory under the table location (default: all)")
+    p.add_argument("--prefix-mismatch-mode", choices=("error", "ignore", "delete"),
+                   default="error")
+    p.add_argument("--equal-scheme", action="append", metavar="SCHEME=SCHEME",
+                   help="treat these schemes as equal (s3a=s3 and s3n=s3 always)")
+    p.add_argument("--equal-authority", action="append", metavar="AUTH=AUTH")
+    p.add_argument("--force", action="store_true",
+                   help="allow --older-than less than 24 hours ago")
 
     p = command("compact", cmd_compact,
                 "rewrite small files and files with many deletes (Java rewrite_data_files)")
