@@ -264,34 +264,15 @@ class Catalog(ABC):
         """Delete every file the table's metadata reaches: data and delete files, manifests,
         manifest lists, statistics files, logged metadata files and the current one (Java
         ``CatalogUtil.dropTableData``). Missing files are skipped."""
-        from floe.manifest import read_manifest, read_manifest_list
+        from floe.maintenance.reachable import delete_file, reachable_files
 
-        files: set[str] = set()
-        manifests: dict[str, object] = {}
-        for snapshot in metadata.snapshots:
-            if snapshot.manifest_list is None:
-                files.update(snapshot.manifests or ())
-                continue
-            files.add(snapshot.manifest_list)
-            try:
-                entries = read_manifest_list(self.io, snapshot.manifest_list)
-            except (NotFound, FloeError):
-                continue
-            for m in entries:
-                manifests.setdefault(m.manifest_path, m)
-        for path, m in manifests.items():
-            files.add(path)
-            try:
-                for entry in read_manifest(self.io, m, lazy_stats=True):  # type: ignore[arg-type]
-                    files.add(entry.data_file.file_path)
-            except (NotFound, FloeError):
-                continue
-        files.update(s.statistics_path for s in metadata.statistics)
-        files.update(s.statistics_path for s in metadata.partition_statistics)
-        files.update(e.metadata_file for e in metadata.metadata_log)
-        for path in sorted(files):
-            self.io.delete(path, missing_ok=True)
-        self.io.delete(metadata_location, missing_ok=True)
+        reached = reachable_files(self.io, metadata, metadata_location=metadata_location,
+                                  include_deleted_entries=True, missing_ok=True)
+        for group in (reached.content_files, reached.manifests, reached.statistics_files,
+                      reached.manifest_lists, reached.metadata_files - {metadata_location},
+                      {metadata_location}):
+            for path in sorted(group):
+                delete_file(self.io, path)
 
     def __enter__(self) -> Catalog:
         return self
