@@ -30,19 +30,23 @@ import fastavro
 
 from floe.errors import MetadataError
 
-__all__ = ["AvroFile", "LazyIntMap", "read_avro", "write_avro", "MAGIC"]
+__all__ = ["AvroFile", "LazyIntMap", "read_avro", "write_avro", "MAGIC", "AvroTruncated",
+           "AvroCorrupt", "read_header", "read_long", "container_blocks",
+           "decompress_block"]
 
 MAGIC = b"Obj\x01"
 _SYNC_SIZE = 16
 _PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
 
 
-class _Truncated(Exception):
-    pass
+class AvroTruncated(Exception):
+    """The container file ends in the middle of a header or block."""
 
 
-class _Corrupt(Exception):
-    pass
+class AvroCorrupt(Exception):
+    """The container file is not valid Avro (the message says why)."""
+
+
 
 
 def _varint_tail(buf: bytes, pos: int, first: int) -> tuple[int, int]:
@@ -57,10 +61,10 @@ def _varint_tail(buf: bytes, pos: int, first: int) -> tuple[int, int]:
             return (value >> 1) ^ -(value & 1), pos
         shift += 7
         if shift > 63:
-            raise _Corrupt("varint longer than 10 bytes")
+            raise AvroCorrupt("varint longer than 10 bytes")
 
 
-def _read_long(buf: bytes, pos: int) -> tuple[int, int]:
+def read_long(buf: bytes, pos: int) -> tuple[int, int]:
     b = buf[pos]
     if b & 0x80:
         return _varint_tail(buf, pos + 1, b)
@@ -77,23 +81,23 @@ def _skip_varints(buf: bytes, pos: int, count: int) -> int:
         _VARINT_RUNS[count] = pattern
     m = pattern.match(buf, pos)
     if m is None:
-        raise _Truncated()
+        raise AvroTruncated()
     return m.end()
 
 
 def _decode_int_map(raw: bytes) -> dict[int, int]:
     out: dict[int, int] = {}
     pos = 0
-    n, pos = _read_long(raw, pos)
+    n, pos = read_long(raw, pos)
     while n:
         if n < 0:
             n = -n
-            _, pos = _read_long(raw, pos)
+            _, pos = read_long(raw, pos)
         for _ in range(n):
-            k, pos = _read_long(raw, pos)
-            v, pos = _read_long(raw, pos)
+            k, pos = read_long(raw, pos)
+            v, pos = read_long(raw, pos)
             out[k] = v
-        n, pos = _read_long(raw, pos)
+        n, pos = read_long(raw, pos)
     return out
 
 
@@ -162,7 +166,7 @@ class _DecoderBuilder:
             key = schema if "." in schema or not namespace else f"{namespace}.{schema}"
             found = self.named.get(key, self.named.get(schema))
             if found is None:
-                raise _Corrupt(f"unknown named type {schema!r}")
+                raise AvroCorrupt(f"unknown named type {schema!r}")
             return tuple(found)
         if isinstance(schema, dict) and schema.get("type") in ("record", "fixed", "enum", "error"):
             full, ns = _schema_name(schema, namespace)
@@ -183,7 +187,7 @@ class _DecoderBuilder:
               field_name: str = "") -> None:
         self.depth += 1
         if self.depth > 64:
-            raise _Corrupt("schema nests too deeply (recursive types are not supported)")
+            raise AvroCorrupt("schema nests too deeply (recursive types are not supported)")
         schema, namespace = self.resolve(schema, namespace)
         kind: Any
         if isinstance(schema, list):
@@ -212,7 +216,7 @@ class _DecoderBuilder:
         elif kind in ("bytes", "string"):
             n = self.var("n")
             self.long(n, ind)
-            self.emit(ind, f"if {n} < 0: raise _Corrupt('negative length')")
+            self.emit(ind, f"if {n} < 0: raise AvroCorrupt('negative length')")
             decode = ".decode()" if kind == "string" else ""
             self.emit(ind, f"{target} = buf[pos:pos + {n}]{decode}")
             self.emit(ind, f"pos += {n}")
@@ -238,7 +242,7 @@ class _DecoderBuilder:
         elif kind == "map":
             self.blocks(target, ind, "{}", lambda i, d: self._map_item(schema, d, i, namespace))
         else:
-            raise _Corrupt(f"unknown Avro type {kind!r}")
+            raise AvroCorrupt(f"unknown Avro type {kind!r}")
         self.depth -= 1
 
     def union(self, branches: list[Any], target: str, ind: int, namespace: str | None,
@@ -250,7 +254,7 @@ class _DecoderBuilder:
             self.emit(ind, f"{'if' if i == 0 else 'elif'} {b} == {2 * i}:")
             self.value(branch, target, ind + 1, namespace, field_name)
         self.emit(ind, "else:")
-        self.emit(ind + 1, f"raise _Corrupt('bad union index ' + str({b}))")
+        self.emit(ind + 1, f"raise AvroCorrupt('bad union index ' + str({b}))")
 
     def _map_item(self, schema: dict[str, Any], d: str, ind: int, ns: str | None) -> None:
         k, v = self.var("k"), self.var()
@@ -337,7 +341,7 @@ def compile_decoder(schema: Any, lazy: frozenset[str] = frozenset()) -> Callable
     b.emit(1, "return pos")
     source = "def decode(buf, pos, count, append):\n" + "\n".join(b.lines) + "\n"
     namespace: dict[str, Any] = {
-        "_varint_tail": _varint_tail, "_skip_varints": _skip_varints, "_Corrupt": _Corrupt,
+        "_varint_tail": _varint_tail, "_skip_varints": _skip_varints, "AvroCorrupt": AvroCorrupt,
         "LazyIntMap": LazyIntMap, "_unpack_float": struct.Struct("<f").unpack_from,
         "_unpack_double": struct.Struct("<d").unpack_from, **b.consts,
     }
@@ -362,32 +366,60 @@ class AvroFile:
         self.records = records
 
 
-def _read_header(buf: bytes) -> tuple[dict[str, bytes], bytes, int]:
+def read_header(buf: bytes) -> tuple[dict[str, bytes], bytes, int]:
     if buf[:4] != MAGIC:
-        raise _Corrupt("missing the Avro magic bytes 'Obj\\x01'")
+        raise AvroCorrupt("missing the Avro magic bytes 'Obj\\x01'")
     pos = 4
     meta: dict[str, bytes] = {}
-    n, pos = _read_long(buf, pos)
+    n, pos = read_long(buf, pos)
     while n:
         if n < 0:
             n = -n
-            _, pos = _read_long(buf, pos)
+            _, pos = read_long(buf, pos)
         for _ in range(n):
-            klen, pos = _read_long(buf, pos)
+            klen, pos = read_long(buf, pos)
             key = buf[pos:pos + klen].decode()
             pos += klen
-            vlen, pos = _read_long(buf, pos)
+            vlen, pos = read_long(buf, pos)
             meta[key] = buf[pos:pos + vlen]
             pos += vlen
-        n, pos = _read_long(buf, pos)
+        n, pos = read_long(buf, pos)
     sync = buf[pos:pos + _SYNC_SIZE]
     pos += _SYNC_SIZE
     if pos > len(buf):
-        raise _Truncated()
+        raise AvroTruncated()
     return meta, sync, pos
 
 
-def _decompress(codec: str, data: bytes) -> bytes:
+def container_blocks(data: bytes, decompress: bool = True
+                     ) -> tuple[dict[str, bytes], Iterator[tuple[int, bytes, int]]]:
+    """The header metadata of an Avro container file and an iterator over its blocks as
+    (record count, block, byte offset of the block) with sizes and sync markers checked;
+    raises :class:`AvroTruncated` / :class:`AvroCorrupt` (also while iterating). Without
+    ``decompress`` the blocks are as stored (:func:`decompress_block` them)."""
+    meta, sync, pos = read_header(data)
+    codec = (meta.get("avro.codec") or b"null").decode()
+
+    def blocks(pos: int) -> Iterator[tuple[int, bytes, int]]:
+        end = len(data)
+        while pos < end:
+            count, pos = read_long(data, pos)
+            size, pos = read_long(data, pos)
+            if count < 0 or size < 0:
+                raise AvroCorrupt("negative block count or size")
+            block_end = pos + size
+            if block_end + _SYNC_SIZE > end:
+                raise AvroTruncated()
+            if data[block_end:block_end + _SYNC_SIZE] != sync:
+                raise AvroCorrupt(f"sync marker mismatch after the block at byte {pos}")
+            raw = data[pos:block_end]
+            yield count, decompress_block(codec, raw) if decompress else raw, pos
+            pos = block_end + _SYNC_SIZE
+
+    return meta, blocks(pos)
+
+
+def decompress_block(codec: str, data: bytes) -> bytes:
     if codec == "null":
         return data
     if codec == "deflate":
@@ -399,7 +431,7 @@ def _decompress(codec: str, data: bytes) -> bytes:
         reader = BLOCK_READERS.get(codec)
         if reader is not None:
             return reader(io.BytesIO(data)).getvalue()  # type: ignore[no-any-return]
-    raise _Corrupt(f"unsupported Avro codec {codec!r}")
+    raise AvroCorrupt(f"unsupported Avro codec {codec!r}")
 
 
 def read_avro(data: bytes, location: str, lazy: frozenset[str] = frozenset()) -> AvroFile:
@@ -420,35 +452,21 @@ def read_avro(data: bytes, location: str, lazy: frozenset[str] = frozenset()) ->
 
 def _read_avro(data: bytes, location: str, lazy: frozenset[str]) -> AvroFile:
     try:
-        meta, sync, pos = _read_header(data)
+        meta, blocks = container_blocks(data)
         metadata = {k: v.decode("utf-8", "replace") for k, v in meta.items()}
         if "avro.schema" not in metadata:
-            raise _Corrupt("the header has no avro.schema")
+            raise AvroCorrupt("the header has no avro.schema")
         schema = json.loads(metadata["avro.schema"])
-        codec = metadata.get("avro.codec", "null") or "null"
         decode = compile_decoder(schema, lazy)
         records: list[Any] = []
         append = records.append
-        end = len(data)
-        while pos < end:
-            count, pos = _read_long(data, pos)
-            size, pos = _read_long(data, pos)
-            if count < 0 or size < 0:
-                raise _Corrupt("negative block count or size")
-            block_end = pos + size
-            if block_end + _SYNC_SIZE > end:
-                raise _Truncated()
-            block = _decompress(codec, data[pos:block_end])
-            used = decode(block, 0, count, append)
-            if used > len(block):
-                raise _Truncated()
-            if data[block_end:block_end + _SYNC_SIZE] != sync:
-                raise _Corrupt(f"sync marker mismatch after the block at byte {pos}")
-            pos = block_end + _SYNC_SIZE
-    except (_Truncated, IndexError, struct.error):
+        for count, block, _ in blocks:
+            if decode(block, 0, count, append) > len(block):
+                raise AvroTruncated()
+    except (AvroTruncated, IndexError, struct.error):
         raise MetadataError(location, "truncated Avro file (ends in the middle of a block)")\
             from None
-    except (_Corrupt, zlib.error, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+    except (AvroCorrupt, zlib.error, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
         raise MetadataError(location, f"not a valid Avro file: {e}") from None
     return AvroFile(metadata, schema, records)
 

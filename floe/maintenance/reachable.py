@@ -36,10 +36,16 @@ from decimal import Decimal
 from typing import Any
 
 from floe import stats
-from floe.avro import MAGIC, AvroFile, compile_decoder
-from floe.avro import _Corrupt as _AvroCorrupt  # noqa: PLC2701 - see ManifestLists
-from floe.avro import _decompress, _read_header, _read_long  # noqa: PLC2701
-from floe.avro import _Truncated as _AvroTruncated  # noqa: PLC2701
+from floe.avro import (
+    MAGIC,
+    AvroCorrupt,
+    AvroFile,
+    AvroTruncated,
+    compile_decoder,
+    container_blocks,
+    decompress_block,
+    read_long,
+)
 from floe.catalog.filesystem import version_hint_location
 from floe.errors import FloeError, MetadataError, NotFound, ValidationError
 from floe.io import FileIO, local_path
@@ -229,10 +235,10 @@ class ManifestLists:
         stats.count_read(stats.MANIFEST_LIST)
         try:
             return self._decode(data, misses)
-        except (_AvroTruncated, IndexError, struct.error):
+        except (AvroTruncated, IndexError, struct.error):
             raise MetadataError(location, "truncated Avro file (ends in the middle of a block)")\
                 from None
-        except (_AvroCorrupt, zlib.error, UnicodeDecodeError, ValueError, KeyError,
+        except (AvroCorrupt, zlib.error, UnicodeDecodeError, ValueError, KeyError,
                 TypeError) as e:
             raise MetadataError(location, f"not a valid manifest list: {e}") from None
 
@@ -250,11 +256,11 @@ class ManifestLists:
     def _decode(self, data: bytes, misses: dict[int, tuple[Any, list[Any], list[_Pending]]]
                 ) -> _Decoded | None:
         if data[:4] != MAGIC:
-            raise _AvroCorrupt("missing the Avro magic bytes 'Obj\\x01'")
-        meta, sync, pos = _read_header(data)
+            raise AvroCorrupt("missing the Avro magic bytes 'Obj\\x01'")
+        meta, blocks = container_blocks(data, decompress=False)
         raw_schema = meta.get("avro.schema")
         if raw_schema is None:
-            raise _AvroCorrupt("the header has no avro.schema")
+            raise AvroCorrupt("the header has no avro.schema")
         known = self._schema(raw_schema)
         if known is None:
             return None
@@ -262,19 +268,7 @@ class ManifestLists:
         codec = (meta.get("avro.codec") or b"null").decode()
         out = _Decoded([], [])
         items, pending = out.items, out.pending
-        end = len(data)
-        while pos < end:
-            count, pos = _read_long(data, pos)
-            size, pos = _read_long(data, pos)
-            if count < 0 or size < 0:
-                raise _AvroCorrupt("negative block count or size")
-            block_end = pos + size
-            if block_end + 16 > end:
-                raise _AvroTruncated()
-            if data[block_end:block_end + 16] != sync:
-                raise _AvroCorrupt(f"sync marker mismatch after the block at byte {pos}")
-            raw = data[pos:block_end]
-            pos = block_end + 16
+        for count, raw, _ in blocks:
             bkey = (sid, hashlib.blake2b(raw, digest_size=20).digest() + count.to_bytes(8))
             cached = self._blocks.get(bkey)
             if cached is not None:
@@ -283,11 +277,11 @@ class ManifestLists:
                 items += cached
                 self.reused_records += len(cached)
                 continue
-            block = _decompress(codec, raw)
+            block = decompress_block(codec, raw)
             first = len(items)
             p = 0
             for _ in range(count):
-                n, q = _read_long(block, p)
+                n, q = read_long(block, p)
                 key = (sid, block[q:q + n])
                 hit = self._records.get(key)
                 if hit is not None and block.startswith(hit[0], p):
@@ -300,7 +294,7 @@ class ManifestLists:
                 one: list[Any] = []
                 p2 = decode(block, p, 1, one.append)
                 if p2 > len(block):
-                    raise _AvroTruncated()
+                    raise AvroTruncated()
                 new = _Pending()
                 group = misses.setdefault(sid, (schema, [], []))
                 group[1].append(one[0])
@@ -424,30 +418,21 @@ class ManifestScanner:
         stats.count_read(stats.MANIFEST)
         try:
             return self._scan(data, manifest)
-        except (_AvroTruncated, _AvroCorrupt, IndexError, struct.error, zlib.error, ValueError,
+        except (AvroTruncated, AvroCorrupt, IndexError, struct.error, zlib.error, ValueError,
                 KeyError, TypeError, UnicodeDecodeError):
             return None  # the decoder will say what is wrong with it
 
     def _scan(self, data: bytes, manifest: ManifestFile) -> list[str] | None:
         if data[:4] != MAGIC:
             return None
-        meta, sync, pos = _read_header(data)
+        meta, stored = container_blocks(data)
         raw_schema = meta.get("avro.schema", b"")
         if raw_schema not in self._layouts:
             self._layouts[raw_schema] = _entry_layout(json.loads(raw_schema))
         layout = self._layouts[raw_schema]
         if layout is None:
             return None
-        codec = (meta.get("avro.codec") or b"null").decode()
-        blocks: list[tuple[int, bytes]] = []
-        end = len(data)
-        while pos < end:
-            count, pos = _read_long(data, pos)
-            size, pos = _read_long(data, pos)
-            if count < 0 or size < 0 or pos + size + 16 > end:
-                return None
-            blocks.append((count, _decompress(codec, data[pos:pos + size])))
-            pos += size + 16
+        blocks = [(count, block) for count, block, _ in stored]
         total = sum(c for c, _ in blocks)
         if total != (manifest.added_files_count or 0) + (manifest.existing_files_count or 0):
             return None
