@@ -9,13 +9,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from floe import cli_evolve, cli_maintenance, cli_manage, cli_scan, cli_write, inspect
 from floe.cli_common import TABLE_HELP, load_table_state
 from floe.errors import FloeError
 from floe.io import FileIO
+from floe.scan.explain import encode_compact
 
 __all__ = ["main"]
 
@@ -27,6 +28,21 @@ def _load(args: argparse.Namespace) -> tuple[FileIO, str, Any]:
 def _print_json(doc: Any) -> None:
     json.dump(doc, sys.stdout, indent=2, sort_keys=False, default=str)
     sys.stdout.write("\n")
+
+
+def _stream_json_array(items: Iterable[Any], batch: int = 1000) -> None:
+    """A JSON array written as its items come, ``batch`` at a time."""
+    out = sys.stdout
+    out.write("[")
+    sep, chunk = "", []
+    for item in items:
+        chunk.append(encode_compact(item))
+        if len(chunk) >= batch:
+            out.write(sep + ",".join(chunk))
+            sep, chunk = ",", []
+    if chunk:
+        out.write(sep + ",".join(chunk))
+    out.write("]\n")
 
 
 def _print_table(rows: list[dict[str, Any]], columns: Sequence[str]) -> None:
@@ -91,16 +107,18 @@ def cmd_manifests(args: argparse.Namespace) -> None:
 def cmd_files(args: argparse.Namespace) -> None:
     io, _, md = _load(args)
     snapshot = inspect.resolve_snapshot(md, args.snapshot)
-    rows = inspect.file_rows(io, md, snapshot)
+    rows: Iterable[dict[str, Any]] = inspect.iter_file_rows(io, md, snapshot)
     if getattr(args, "filter", None):
-        from floe.scan import plan_files
+        from floe.scan.planning import stream_plan
 
-        plan = plan_files(io, md, snapshot_id=args.snapshot, row_filter=args.filter)
-        wanted = {p for t in plan.tasks for p in (t.file_path, *(d.path for d in t.delete_files))}
-        rows = [r for r in rows if r["file_path"] in wanted]
+        wanted = {p for _, tasks in stream_plan(io, md, snapshot_id=args.snapshot,
+                                                row_filter=args.filter)
+                  for t in tasks for p in (t.file_path, *(d.path for d in t.delete_files))}
+        rows = (r for r in rows if r["file_path"] in wanted)
     if args.json:
-        _print_json(rows)
+        _stream_json_array(rows)
     else:
+        rows = list(rows)
         for r in rows:
             r["partition"] = json.dumps(r["partition"], default=str)
         _print_table(rows, ["content", "spec_id", "partition", "record_count",

@@ -30,7 +30,9 @@ from floe.io import FileIO, local_path
 from floe.io.parquet import schema_to_arrow
 from floe.io.readers import read_plan
 from floe.scan import plan_files
+from floe.scan.explain import write_plan_json
 from floe.scan.incremental import changelog, changelog_arrow_schema, plan_appends
+from floe.scan.planning import stream_plan
 
 __all__ = ["register", "cmd_scan", "cmd_plan", "json_value"]
 
@@ -128,29 +130,47 @@ def _write(batches: Iterator[pa.RecordBatch], arrow_schema: pa.Schema, output: s
 
 
 def cmd_plan(args: argparse.Namespace) -> None:
-    _, plan = _plan(args, explain=True)
-    doc = plan.to_json()
+    io, _, md = load_table_state(args.table)
+    stream = stream_plan(io, md, snapshot_id=args.snapshot, as_of_ms=args.as_of, ref=args.ref,
+                         row_filter=args.filter, explain=True)
     if args.json:
-        json.dump(doc, sys.stdout, indent=2, default=str)
-        sys.stdout.write("\n")
+        write_plan_json(stream, sys.stdout)
         return
-    f = doc["funnel"]
-    print(f"snapshot      {doc['snapshot_id']}   filter {doc['filter'] or '(none)'}")
-    print(f"manifests     {f['manifests_total']} -> {f['manifests_after_content']} (content) "
-          f"-> {f['manifests_after_summaries']} (partition summaries)")
-    print(f"data files    {f['data_files_total']} -> {f['data_files_after_partition']} "
-          f"(partition) -> {f['data_files_after_metrics']} (metrics)")
-    print(f"delete files  {f['delete_files_total']} indexed, {f['delete_files_matched']} "
-          f"matched")
-    for m in doc.get("manifests", []):
-        mark = "keep" if m["kept"] else "skip"
-        print(f"{mark} {m['content']:<7} {m['path']}  {m['reason']}")
-        for file in m["files"]:
-            fmark = "  keep" if file["kept"] else "  skip"
-            print(f"{fmark} {file['path']}  [{file['stage'] or ''}] {file['reason']}")
-            for d in file.get("delete_files", []):
-                if d["applied"]:
-                    print(f"        + {d['content']} {d['path']}")
+    plan = stream.plan
+    explain = plan.explain
+    assert explain is not None
+    out = sys.stdout
+    out.write(f"snapshot      {plan.snapshot_id}   filter "
+              f"{'(none)' if plan.row_filter is None else plan.row_filter}\n")
+    done = 0
+
+    def manifests_upto(upto: int) -> None:
+        nonlocal done
+        lines: list[str] = []
+        while done < upto:
+            m = explain.manifests[done]
+            mark = "keep" if m.kept else "skip"
+            lines.append(f"{mark} {m.content:<7} {m.path}  {m.reason}")
+            for file in m.files:
+                fmark = "  keep" if file.kept else "  skip"
+                lines.append(f"{fmark} {file.path}  [{file.stage or ''}] {file.reason}")
+                lines += [f"        + {d.content} {d.delete_path}"
+                          for d in file.delete_files if d.applied]
+            m.files = []
+            done += 1
+        if lines:
+            out.write("\n".join(lines) + "\n")
+
+    for m, _ in stream:
+        manifests_upto(explain.position(m.manifest_path) + 1)
+    manifests_upto(len(explain.manifests))
+    f = plan.funnel
+    out.write(f"manifests     {f.manifests_total} -> {f.manifests_after_content} (content) "
+              f"-> {f.manifests_after_summaries} (partition summaries)\n"
+              f"data files    {f.data_files_total} -> {f.data_files_after_partition} "
+              f"(partition) -> {f.data_files_after_metrics} (metrics)\n"
+              f"delete files  {f.delete_files_total} indexed, {f.delete_files_matched} "
+              f"matched\n")
 
 
 def json_value(v: Any) -> Any:

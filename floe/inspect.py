@@ -227,8 +227,15 @@ def live_entries(
 
 def file_rows(io: FileIO, md: TableMetadata, snapshot: Snapshot | None) -> list[dict[str, Any]]:
     """Live data and delete files of a snapshot: ``floe files``."""
+    return list(iter_file_rows(io, md, snapshot))
+
+
+def iter_file_rows(io: FileIO, md: TableMetadata, snapshot: Snapshot | None
+                   ) -> Iterator[dict[str, Any]]:
+    """:func:`file_rows` one at a time (one manifest decoded at a time)."""
     ptypes: dict[int, StructType] = {}
-    return [file_row(md, m, entry, ptypes) for m, entry in live_entries(io, snapshot)]
+    for m, entry in live_entries(io, snapshot):
+        yield file_row(md, m, entry, ptypes)
 
 
 def file_row(

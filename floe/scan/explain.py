@@ -11,15 +11,19 @@ explorer's plan page reads; keys are snake_case.
 
 from __future__ import annotations
 
+import json
+import shutil
+import tempfile
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from floe.scan.delete_index import DeleteMatch
 
 if TYPE_CHECKING:
-    from floe.scan.planning import ScanPlan
+    from floe.scan.planning import FileScanTask, PlanStream, ScanPlan
 
-__all__ = ["Funnel", "FileDecision", "ManifestDecision", "PlanExplain", "plan_to_json"]
+__all__ = ["Funnel", "FileDecision", "ManifestDecision", "PlanExplain", "plan_to_json",
+           "write_plan_json", "encode_compact"]
 
 
 @dataclass(slots=True)
@@ -87,13 +91,17 @@ class ManifestDecision:
 class PlanExplain:
     snapshot_selection: str
     manifests: list[ManifestDecision] = field(default_factory=list)
-    _by_path: dict[str, ManifestDecision] = field(default_factory=dict)
+    _by_path: dict[str, int] = field(default_factory=dict)
 
     def add(self, decision: ManifestDecision) -> None:
+        self._by_path[decision.path] = len(self.manifests)
         self.manifests.append(decision)
-        self._by_path[decision.path] = decision
 
     def manifest(self, path: str) -> ManifestDecision:
+        return self.manifests[self._by_path[path]]
+
+    def position(self, path: str) -> int:
+        """Where the decision on this manifest is in :attr:`manifests`."""
         return self._by_path[path]
 
 
@@ -104,15 +112,67 @@ def plan_to_json(plan: ScanPlan) -> dict[str, Any]:
         "schema_id": plan.schema.schema_id,
         "filter": None if plan.row_filter is None else str(plan.row_filter),
         "funnel": plan.funnel.to_json(),
-        "tasks": [
-            {"file_path": t.data_file.file_path, "spec_id": t.spec_id,
-             "sequence_number": t.sequence_number, "record_count": t.data_file.record_count,
-             "residual": None if t.residual is None else str(t.residual),
-             "delete_files": [d.path for d in t.delete_files]}
-            for t in plan.tasks
-        ],
+        "tasks": [task_json(t) for t in plan.tasks],
     }
     if plan.explain is not None:
         out["snapshot_selection"] = plan.explain.snapshot_selection
         out["manifests"] = [m.to_json() for m in plan.explain.manifests]
     return out
+
+
+def task_json(t: FileScanTask) -> dict[str, Any]:
+    return {"file_path": t.data_file.file_path, "spec_id": t.spec_id,
+            "sequence_number": t.sequence_number, "record_count": t.data_file.record_count,
+            "residual": None if t.residual is None else str(t.residual),
+            "delete_files": [d.path for d in t.delete_files]}
+
+
+#: Compact output goes through the json module's C encoder (``indent`` would disable it).
+encode_compact = json.JSONEncoder(separators=(",", ":"), default=str, ensure_ascii=False).encode
+
+
+def write_plan_json(stream: PlanStream, out: IO[str]) -> None:
+    """Write :func:`plan_to_json`'s document for a :class:`~floe.scan.planning.PlanStream`
+    while the plan is produced: tasks as they come, each manifest's explanation once its
+    files are decided (then dropped; spooled to a temporary file until the tasks are
+    written), the funnel last. Memory stays bounded whatever the number of files."""
+    plan = stream.plan
+    explain = plan.explain
+    head = encode_compact({"snapshot_id": plan.snapshot_id, "schema_id": plan.schema.schema_id,
+                    "filter": None if plan.row_filter is None else str(plan.row_filter)})
+    out.write(head[:-1] + ',"tasks":[')
+    spool = tempfile.TemporaryFile("w+", encoding="utf-8") if explain is not None else None
+    sep = ""
+    done = 0  # explanations written to the spool
+
+    def flush_explanations(upto: int) -> None:
+        nonlocal done
+        assert explain is not None and spool is not None
+        parts = []
+        while done < upto:
+            decision = explain.manifests[done]
+            parts.append(encode_compact(decision.to_json()))
+            decision.files = []
+            done += 1
+        if parts:
+            spool.write(("," if spool.tell() else "") + ",".join(parts))
+
+    try:
+        for m, tasks in stream:
+            if tasks:
+                out.write(sep + ",".join([encode_compact(task_json(t)) for t in tasks]))
+                sep = ","
+            if explain is not None:
+                flush_explanations(explain.position(m.manifest_path) + 1)
+        out.write("]")
+        if explain is not None and spool is not None:
+            flush_explanations(len(explain.manifests))
+            out.write(',"snapshot_selection":' + encode_compact(explain.snapshot_selection)
+                      + ',"manifests":[')
+            spool.seek(0)
+            shutil.copyfileobj(spool, out)
+            out.write("]")
+    finally:
+        if spool is not None:
+            spool.close()
+    out.write(',"funnel":' + encode_compact(plan.funnel.to_json()) + "}\n")

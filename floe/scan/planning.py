@@ -38,7 +38,8 @@ from floe.scan.manifests import DEFAULT_CACHE, ManifestCache, read_live_entries
 from floe.schema import Schema
 from floe.snapshots import Snapshot
 
-__all__ = ["FileScanTask", "ScanPlan", "plan_files", "select_snapshot", "SnapshotSelection"]
+__all__ = ["FileScanTask", "ScanPlan", "PlanStream", "plan_files", "stream_plan",
+           "select_snapshot", "SnapshotSelection"]
 
 
 class FileScanTask(NamedTuple):
@@ -166,22 +167,34 @@ def plan_files(
     an unbound expression, or None for every row. Raises NotFound for an unknown snapshot or
     ref and for a timestamp before the first snapshot; ValidationError for a bad filter.
     """
+    sel, scan_filter, plan = _start(metadata, snapshot_id, as_of_ms, ref, row_filter,
+                                    case_sensitive, explain)
+    if sel.snapshot is None:
+        return plan
+    manifests = _manifest_list(io, sel.snapshot)
+    with gc_paused():
+        _Planner(io, metadata, sel.schema, scan_filter, plan, cache, processes).run(manifests)
+    return plan
+
+
+def _start(metadata: TableMetadata, snapshot_id: int | None, as_of_ms: int | None,
+           ref: str | None, row_filter: Any, case_sensitive: bool, explain: bool
+           ) -> tuple[SnapshotSelection, ScanFilter, ScanPlan]:
     sel = select_snapshot(metadata, snapshot_id, as_of_ms, ref)
     scan_filter = ScanFilter(metadata, sel.schema, row_filter, case_sensitive, explain)
     plan = ScanPlan(metadata, sel.snapshot, sel.schema, scan_filter.expression,
                     scan_filter.bound, case_sensitive=case_sensitive)
     if explain:
         plan.explain = PlanExplain(snapshot_selection=sel.how)
-    if sel.snapshot is None:
-        return plan
-    if not sel.snapshot.manifest_list:
+    return sel, scan_filter, plan
+
+
+def _manifest_list(io: Any, snapshot: Snapshot) -> list[ManifestFile]:
+    if not snapshot.manifest_list:
         raise ValidationError(
-            f"snapshot {sel.snapshot.snapshot_id} lists its manifests inline (format v1 "
+            f"snapshot {snapshot.snapshot_id} lists its manifests inline (format v1 "
             "without a manifest list), which floe does not read")
-    manifests = read_manifest_list(io, sel.snapshot.manifest_list)
-    with gc_paused():
-        _Planner(io, metadata, sel.schema, scan_filter, plan, cache, processes).run(manifests)
-    return plan
+    return read_manifest_list(io, snapshot.manifest_list)
 
 
 @contextmanager
@@ -284,51 +297,134 @@ class _Planner:
         return got  # type: ignore[no-any-return]
 
     def _data(self, manifests: Sequence[ManifestFile], index: DeleteFileIndex) -> None:
-        kept = self._select(manifests, "data")
-        entries = read_live_entries(self.io, kept, self.cache, self.processes)
         tasks = self.plan.tasks
-        append = tasks.append
+        for _, got in self.iter_data(manifests, index):
+            tasks.extend(got)
+
+    def iter_data(self, manifests: Sequence[ManifestFile], index: DeleteFileIndex,
+                  chunk_entries: int | None = None
+                  ) -> Iterator[tuple[ManifestFile, list[FileScanTask]]]:
+        """The tasks of each kept data manifest, in manifest-list order; the funnel is
+        complete when the iterator is. ``chunk_entries`` bounds how many manifest entries
+        are decoded at once (None: all kept manifests at once)."""
+        kept = self._select(manifests, "data")
         explain = self.explain
         funnel = self.funnel
         matched: set[str] = set()
         has_deletes = index.has_deletes
-        for m, live in zip(kept, entries, strict=True):
-            spec_id = m.partition_spec_id
-            spec_filter = self.filter.for_spec(spec_id)
-            funnel.data_files_total += len(live)
-            if explain is None and spec_filter.always_true and not has_deletes:
-                # the common full scan: nothing to evaluate per file, and the tasks of an
-                # immutable manifest can be kept with it
-                funnel.data_files_after_partition += len(live)
-                funnel.data_files_after_metrics += len(live)
-                tasks.extend(self._full_tasks(m, live))
-                continue
-            mdec = explain.manifest(m.manifest_path) if explain is not None else None
-            for e in live:
-                df = e.data_file
-                ok, reason = spec_filter.partition(df)
-                stage = "partition"
-                if ok:
-                    funnel.data_files_after_partition += 1
-                    ok, reason = spec_filter.metrics(df)
-                    stage = "metrics"
+        for group in _chunks(kept, chunk_entries):
+            entries = read_live_entries(self.io, group, self.cache, self.processes)
+            for m, live in zip(group, entries, strict=True):
+                spec_id = m.partition_spec_id
+                spec_filter = self.filter.for_spec(spec_id)
+                funnel.data_files_total += len(live)
+                if explain is None and spec_filter.always_true and not has_deletes:
+                    # the common full scan: nothing to evaluate per file, and the tasks of an
+                    # immutable manifest can be kept with it
+                    funnel.data_files_after_partition += len(live)
+                    funnel.data_files_after_metrics += len(live)
+                    full = self._full_tasks(m, live)
+                    funnel.tasks += len(full)
+                    yield m, full
+                    continue
+                mdec = explain.manifest(m.manifest_path) if explain is not None else None
+                tasks: list[FileScanTask] = []
+                append = tasks.append
+                for e in live:
+                    df = e.data_file
+                    ok, reason = spec_filter.partition(df)
+                    stage = "partition"
                     if ok:
-                        funnel.data_files_after_metrics += 1
-                seq = e.sequence_number or 0
-                deletes: tuple[DeleteFile, ...] = ()
-                if ok and has_deletes:
-                    deletes = tuple(index.for_data_file(df, seq, spec_id))
-                    matched.update(d.path for d in deletes)
-                if mdec is not None:
-                    dec = FileDecision(df.file_path, "data", ok, None if ok else stage, reason)
+                        funnel.data_files_after_partition += 1
+                        ok, reason = spec_filter.metrics(df)
+                        stage = "metrics"
+                        if ok:
+                            funnel.data_files_after_metrics += 1
+                    seq = e.sequence_number or 0
+                    deletes: tuple[DeleteFile, ...] = ()
                     if ok and has_deletes:
-                        dec.delete_files = index.explain_for(df, seq, spec_id)
-                    mdec.files.append(dec)
-                if ok:
-                    append(FileScanTask(df, deletes, spec_filter.residual_for(df.partition),
-                                        spec_id, seq))
+                        deletes = tuple(index.for_data_file(df, seq, spec_id))
+                        matched.update(d.path for d in deletes)
+                    if mdec is not None:
+                        dec = FileDecision(df.file_path, "data", ok, None if ok else stage,
+                                           reason)
+                        if ok and has_deletes:
+                            dec.delete_files = index.explain_for(df, seq, spec_id)
+                        mdec.files.append(dec)
+                    if ok:
+                        append(FileScanTask(df, deletes, spec_filter.residual_for(df.partition),
+                                            spec_id, seq))
+                funnel.tasks += len(tasks)
+                funnel.delete_files_matched = len(matched)
+                yield m, tasks
         funnel.delete_files_matched = len(matched)
-        funnel.tasks = len(tasks)
+
+
+def _chunks(manifests: list[ManifestFile], max_entries: int | None
+            ) -> Iterator[list[ManifestFile]]:
+    """Consecutive groups of manifests holding about ``max_entries`` live entries each."""
+    if max_entries is None:
+        yield manifests
+        return
+    group: list[ManifestFile] = []
+    size = 0
+    for m in manifests:
+        group.append(m)
+        size += (m.added_files_count or 0) + (m.existing_files_count or 0)
+        if size >= max_entries:
+            yield group
+            group, size = [], 0
+    if group:
+        yield group
+
+
+class PlanStream:
+    """A scan plan produced one manifest at a time, for callers that only pass the tasks on
+    (``floe plan --json``, ``floe files``): memory stays bounded by one chunk of manifests,
+    not the number of files. ``plan`` holds the selection and the funnel (complete after
+    iterating; ``plan.tasks`` stays empty) and, with ``explain``, the decisions: delete
+    manifests' in full, data manifests' with their files filled as each is yielded (a
+    caller that wrote them may clear ``files``)."""
+
+    def __init__(self, planner: _Planner | None, plan: ScanPlan,
+                 manifests: Sequence[ManifestFile], chunk_entries: int) -> None:
+        self._planner = planner
+        self.plan = plan
+        self._manifests = manifests
+        self._chunk = chunk_entries
+
+    def __iter__(self) -> Iterator[tuple[ManifestFile, list[FileScanTask]]]:
+        if self._planner is None:
+            return
+        with gc_paused():
+            deletes = [m for m in self._manifests if m.content == ManifestContent.DELETES]
+            data = [m for m in self._manifests if m.content != ManifestContent.DELETES]
+            index = self._planner._delete_index(deletes)
+            yield from self._planner.iter_data(data, index, self._chunk)
+
+
+def stream_plan(
+    io: Any,
+    metadata: TableMetadata,
+    snapshot_id: int | None = None,
+    as_of_ms: int | None = None,
+    ref: str | None = None,
+    row_filter: Any = None,
+    case_sensitive: bool = True,
+    explain: bool = False,
+    cache: ManifestCache | None = None,
+    chunk_entries: int = 200_000,
+) -> PlanStream:
+    """:func:`plan_files` as a :class:`PlanStream` (same tasks, same funnel, same explain
+    records, in the same order). No manifest cache by default: a one-shot process gains
+    nothing from keeping what it decoded."""
+    sel, scan_filter, plan = _start(metadata, snapshot_id, as_of_ms, ref, row_filter,
+                                    case_sensitive, explain)
+    if sel.snapshot is None:
+        return PlanStream(None, plan, [], chunk_entries)
+    manifests = _manifest_list(io, sel.snapshot)
+    planner = _Planner(io, metadata, sel.schema, scan_filter, plan, cache, None)
+    return PlanStream(planner, plan, manifests, chunk_entries)
 
 
 def _full_tasks_of(live: Sequence[ManifestEntry], spec_id: int) -> list[FileScanTask]:

@@ -1,0 +1,136 @@
+"""``floe plan --json`` and ``floe files --json`` stream their documents (issue: the command
+line as fast as the library): the streamed document equals the library's, whatever the chunk
+size, and only one chunk of manifests is decoded at a time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from floe import inspect
+from floe.catalog.filesystem import FileSystemCatalog
+from floe.io import FileIO
+from floe.scan import planning
+from floe.scan.explain import write_plan_json
+from floe.scan.planning import plan_files, stream_plan
+from floe.schema import Schema
+from floe.partitioning import parse_partition_by
+from floe.types import LONG, STRING, NestedField
+
+SCHEMA = Schema(NestedField(1, "id", LONG, False), NestedField(2, "cat", STRING, True))
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Eight appends over two specs, with position and equality deletes."""
+    cat = FileSystemCatalog("c", str(tmp_path_factory.mktemp("wh")))
+    t = cat.create_table("db.t", SCHEMA, spec=parse_partition_by("cat", SCHEMA),
+                         properties={"commit.manifest-merge.enabled": "false"})
+    for k in range(6):
+        ids = list(range(k * 10, k * 10 + 10))
+        t.append(pa.table({"id": pa.array(ids, pa.int64()),
+                           "cat": [f"c{i % 3}" for i in ids]}))
+    t.update_spec().add_field("bucket(4, id)").commit()
+    for k in range(6, 8):
+        ids = list(range(k * 10, k * 10 + 10))
+        t.append(pa.table({"id": pa.array(ids, pa.int64()),
+                           "cat": [f"c{i % 3}" for i in ids]}))
+    t.delete_where("id = 3 OR id = 61", mode="merge-on-read")
+    t.delete_equal(["id"], pa.table({"id": pa.array([12, 70], pa.int64())}))
+    return t
+
+
+def run(*args: str) -> str:
+    got = subprocess.run([sys.executable, "-m", "floe.cli", *args], capture_output=True,
+                         text=True, timeout=120)
+    assert got.returncode == 0, got.stderr
+    return got.stdout
+
+
+def _normal(doc: Any) -> Any:
+    return json.loads(json.dumps(doc, default=str))
+
+
+@pytest.mark.parametrize("row_filter", [None, "id > 15", "cat = 'c1' AND id < 40",
+                                        "id = 1000"])
+def test_plan_json_process_equals_library(table: Any, row_filter: str | None) -> None:
+    args = ["plan", table.metadata_location, "--json"]
+    if row_filter:
+        args += ["--filter", row_filter]
+    streamed = json.loads(run(*args))
+    expected = plan_files(FileIO(), table.metadata, row_filter=row_filter, explain=True,
+                          cache=None).to_json()
+    assert streamed == _normal(expected)
+    assert streamed["funnel"]["tasks"] == len(streamed["tasks"])
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 10_000])
+def test_stream_equals_plan_for_any_chunk(table: Any, chunk: int, tmp_path: Path) -> None:
+    for explain in (False, True):
+        stream = stream_plan(FileIO(), table.metadata, row_filter="id >= 5",
+                             explain=explain, chunk_entries=chunk)
+        out = tmp_path / f"plan-{explain}.json"
+        with open(out, "w") as f:
+            write_plan_json(stream, f)
+        expected = plan_files(FileIO(), table.metadata, row_filter="id >= 5",
+                              explain=explain, cache=None).to_json()
+        assert json.loads(out.read_text()) == _normal(expected)
+
+
+def test_stream_decodes_one_chunk_at_a_time(table: Any, monkeypatch: pytest.MonkeyPatch
+                                            ) -> None:
+    sizes: list[int] = []
+    real = planning.read_live_entries
+
+    def spy(io: Any, manifests: Any, *a: Any, **kw: Any) -> Any:
+        sizes.append(sum((m.added_files_count or 0) + (m.existing_files_count or 0)
+                         for m in manifests))
+        return real(io, manifests, *a, **kw)
+
+    monkeypatch.setattr(planning, "read_live_entries", spy)
+    stream = stream_plan(FileIO(), table.metadata, explain=True, chunk_entries=6)
+    tasks = sum(len(t) for _, t in stream)
+    data_sizes = sizes[1:] if len(sizes) > 1 else sizes  # the first read: delete manifests
+    assert tasks == stream.plan.funnel.tasks > 0
+    assert len(data_sizes) > 1 and max(data_sizes) < 6 + 10  # one manifest past the bound
+    assert stream.plan.tasks == []
+
+
+def test_plan_text_streams_the_same_decisions(table: Any) -> None:
+    text = run("plan", table.metadata_location, "--filter", "id > 15")
+    doc = plan_files(FileIO(), table.metadata, row_filter="id > 15", explain=True).to_json()
+    lines = text.splitlines()
+    assert lines[0].startswith(f"snapshot      {doc['snapshot_id']}")
+    f = doc["funnel"]
+    assert f"data files    {f['data_files_total']} -> {f['data_files_after_partition']} " \
+           f"(partition) -> {f['data_files_after_metrics']} (metrics)" in lines
+    kept = [ln for ln in lines if ln.startswith("  keep ")]
+    assert len(kept) == sum(1 for m in doc["manifests"] for x in m["files"] if x["kept"])
+
+
+@pytest.mark.parametrize("row_filter", [None, "cat = 'c2'"])
+def test_files_json_process_equals_library(table: Any, row_filter: str | None) -> None:
+    args = ["files", table.metadata_location, "--json"]
+    if row_filter:
+        args += ["--filter", row_filter]
+    streamed = json.loads(run(*args))
+    rows = inspect.file_rows(FileIO(), table.metadata, table.current_snapshot())
+    if row_filter:
+        plan = plan_files(FileIO(), table.metadata, row_filter=row_filter)
+        wanted = {p for t in plan.tasks for p in (t.file_path, *(d.path for d in t.delete_files))}
+        rows = [r for r in rows if r["file_path"] in wanted]
+    assert streamed == _normal(rows) and streamed
+
+
+def test_empty_table_plan_and_files(tmp_path: Path) -> None:
+    cat = FileSystemCatalog("c", str(tmp_path / "wh"))
+    t = cat.create_table("db.empty", SCHEMA)
+    doc = json.loads(run("plan", t.metadata_location, "--json"))
+    assert doc["tasks"] == [] and doc["manifests"] == [] and doc["snapshot_id"] is None
+    assert json.loads(run("files", t.metadata_location, "--json")) == []
