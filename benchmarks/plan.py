@@ -233,6 +233,58 @@ def _child_pyiceberg(location: Path, kind: str, total: int) -> dict[str, Any]:
     return out
 
 
+def _child_pyiceberg_cli(location: Path, kind: str, total: int) -> None:
+    """What a user's script would do: plan with PyIceberg, print the tasks as JSON."""
+    from pyiceberg.expressions import AlwaysTrue, And, EqualTo
+    from pyiceberg.table import StaticTable
+
+    from floe.catalog.filesystem import resolve_metadata_location
+    from floe.io import FileIO
+
+    table = StaticTable.from_metadata(resolve_metadata_location(FileIO(), str(location)))
+    row_filter: Any = AlwaysTrue()
+    if kind == "point":
+        id_, ts = _point(total)
+        when = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=ts)
+        row_filter = And(EqualTo("id", id_), EqualTo("ts", when.isoformat()))
+    tasks = table.scan(row_filter=row_filter).plan_files()
+    json.dump([{"file_path": t.file.file_path, "record_count": t.file.record_count,
+                "delete_files": [d.file_path for d in t.delete_files]} for t in tasks],
+              sys.stdout)
+
+
+def _whole_process(argv: list[str]) -> dict[str, Any]:
+    """Wall time and peak memory of a command as a whole process, stdout discarded."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if status != 0:
+        return {"error": (err.strip().splitlines() or ["?"])[-1]}
+    return {"wall": wall, "peak_mb": usage.ru_maxrss / 1024}
+
+
+def _processes(location: Path, total: int, pyiceberg: bool
+               ) -> list[tuple[str, str, dict[str, Any]]]:
+    """``floe plan --json`` (every file with its explanation) beside PyIceberg's plan printed
+    as JSON, each a fresh process including start-up and imports."""
+    out = []
+    id_, ts = _point(total)
+    when = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=ts)
+    point = f"id = {id_} AND ts = TIMESTAMP '{when.isoformat(sep=' ')}'"
+    for kind in ("full", "point"):
+        argv = [sys.executable, "-m", "floe.cli", "plan", str(location), "--json"]
+        if kind == "point":
+            argv += ["--filter", point]
+        out.append((kind, "floe plan --json", _whole_process(argv)))
+        if pyiceberg:
+            out.append((kind, "pyiceberg script", _whole_process(
+                [sys.executable, __file__, "--child", "pyiceberg-cli", str(location), kind,
+                 str(total)])))
+    return out
+
+
 def _run_child(*args: str) -> dict[str, Any]:
     run = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True,
                          text=True, check=False)
@@ -251,6 +303,9 @@ def main() -> None:
     args = ap.parse_args()
     if args.child:
         engine, location, kind, total, *rest = args.child
+        if engine == "pyiceberg-cli":
+            _child_pyiceberg_cli(Path(location), kind, int(total))
+            return
         if engine == "floe":
             res = _child_floe(Path(location), kind, int(total), rest[0])
         else:
@@ -261,8 +316,12 @@ def main() -> None:
     root.mkdir(parents=True, exist_ok=True)
     (root / ".gitignore").write_text("*\n")  # generated tables never go into git
     rows = []
+    whole = []
     for total in (int(x) for x in args.files.split(",")):
         location = ensure_table(root, total, args.per_manifest)
+        for kind, name, res in _processes(location, total, not args.no_pyiceberg):
+            whole.append((total, kind, name, res))
+            print(f"  {total:>9,} {kind:<5} {name:<17} {res}", file=sys.stderr)
         engines = [("floe", "auto"), ("floe (+ workers)", "on")]
         if not args.no_pyiceberg:
             engines.append(("pyiceberg", ""))
@@ -282,6 +341,14 @@ def main() -> None:
         print(f"{total:>9,}  {kind:<5}  {name:<17}  {res['cold']:>8.2f}  {res['warm']:>8.2f}  "
               f"{res['gc']:>6.2f}  {res['tasks']:>9,}  {total / res['cold']:>12,.0f}  "
               f"{res.get('manifests_opened', ''):>16}")
+    print()
+    print("Whole process (start-up, imports, plan, JSON on stdout):")
+    print(f"{'files':>9}  {'plan':<5}  {'command':<17}  {'wall s':>8}  {'peak MB':>8}")
+    for total, kind, name, res in whole:
+        if "error" in res:
+            print(f"{total:>9,}  {kind:<5}  {name:<17}  error: {res['error']}")
+            continue
+        print(f"{total:>9,}  {kind:<5}  {name:<17}  {res['wall']:>8.2f}  {res['peak_mb']:>8.0f}")
 
 
 def _fmt(res: dict[str, Any]) -> str:

@@ -303,10 +303,18 @@ def _orc_batches(io: Any, path: str, md: TableMetadata | None, read_schema: Sche
                  ) -> Iterator[pa.RecordBatch]:
     import pyarrow.orc as orc
 
+    from floe.io.orc import orc_schema_with_ids, orc_types
+
     with _open(io, path, what) as fh:
-        f = orc.ORCFile(pa.BufferReader(fh.read()))
-    # pyarrow does not expose ORC's iceberg.id type attributes: only a name mapping gives ids
-    fschema = file_schema_with_ids(f.schema, md, path)
+        data = fh.read()
+    try:
+        f = orc.ORCFile(pa.BufferReader(data))
+    except (pa.ArrowInvalid, OSError) as e:
+        raise FloeError(f"{path}: cannot read {what}: {e}") from None
+    # pyarrow hides ORC's type attributes: the field ids come from the footer (Iceberg Java
+    # writes iceberg.id), else from the table's name mapping
+    fschema = orc_schema_with_ids(f.schema, orc_types(data, path), FIELD_ID_KEY) \
+        or file_schema_with_ids(f.schema, md, path)
     proj = _Projection(fschema, read_schema, constants, path)
     for stripe in range(f.nstripes):
         stripe_batch = f.read_stripe(stripe, columns=proj.columns or None)

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from floe.errors import NotFound, ValidationError
+from floe.errors import FloeError, NotFound, ValidationError
 from floe.io import FileIO
 from floe.io.readers import (
     NAME_MAPPING_PROPERTY,
@@ -323,6 +323,30 @@ def test_orc_data_file_through_a_name_mapping(tmp_path: Path) -> None:
     df = DataFile(FileContent.DATA, str(path), "ORC", (), 2, 1)
     rows = _read(SCHEMA, FileScanTask(df, (), None, 0, 1), md)
     assert rows == [{"id": 1, "cat": "a"}, {"id": 2, "cat": "b"}]
+
+
+@pytest.mark.parametrize("compression", ["uncompressed", "zlib", "snappy", "zstd", "lz4"])
+def test_orc_footer_types_without_ids_and_bad_tails(tmp_path: Path, compression: str) -> None:
+    """pyarrow writes no iceberg.id attributes: the footer is read (any codec), no ids are
+    found and the name mapping decides; a damaged tail is a clear error."""
+    import pyarrow.orc as orc
+
+    from floe.io.orc import orc_schema_with_ids, orc_types
+    from floe.io.parquet import FIELD_ID_KEY
+
+    path = tmp_path / "data.orc"
+    table = pa.table({"id": pa.array([1, 2], pa.int64()),
+                      "st": pa.array([{"a": 1}, None], pa.struct([("a", pa.int32())])),
+                      "m": pa.array([[("k", 1)], []], pa.map_(pa.string(), pa.int32()))})
+    orc.write_table(table, str(path), compression=compression)
+    data = path.read_bytes()
+    types = orc_types(data, str(path))
+    assert [t.kind for t in types][:3] == [12, 4, 12]  # struct<id: long, st: struct<...>>
+    assert types[0].field_names == ["id", "st", "m"]
+    assert orc_schema_with_ids(orc.ORCFile(str(path)).schema, types, FIELD_ID_KEY) is None
+    for bad in (data[:-3] + b"\x05\x00\x10", b"PAR1" + data[4:], data[:10]):
+        with pytest.raises(FloeError, match="cannot read the ORC footer"):
+            orc_types(bad, "x.orc")
 
 
 def test_equality_delete_on_a_struct_field(tmp_path: Path) -> None:
