@@ -1,5 +1,5 @@
-"""Maintenance commands: ``floe expire``, ``remove-orphans``, ``compact``,
-``rewrite-manifests``, ``rewrite-position-deletes``, ``remove-dangling-deletes``
+"""Maintenance commands: ``floe expire``, ``remove-orphans``, ``compute-partition-stats``,
+``compact``, ``rewrite-manifests``, ``rewrite-position-deletes``, ``remove-dangling-deletes``
 (ARCHITECTURE.md: the ``floe`` command contract).
 
 Each draws a progress bar on a terminal's stderr (none with ``--json``). ``--dry-run`` changes
@@ -121,6 +121,48 @@ def cmd_remove_orphans(args: argparse.Namespace) -> None:
         return lines
 
     _run(args, run, summary)
+
+
+def cmd_compute_partition_stats(args: argparse.Namespace) -> None:
+    from floe.maintenance.partition_stats import (
+        compute_partition_stats,
+        read_partition_stats,
+        unified_partition_type,
+    )
+
+    def run(table: Any, bar: Any) -> Any:
+        result = compute_partition_stats(table, args.snapshot, on_progress=bar)
+        if args.show and result.statistics_file is not None:
+            md = table.refresh().metadata
+            ptype = unified_partition_type(md)
+            rows = [s.to_json(ptype)
+                    for s in read_partition_stats(table.io, md, result.statistics_file)]
+            return _WithRows(result, rows)
+        return result
+
+    def summary(r: Any) -> list[str]:
+        rows = getattr(r, "rows", None)
+        r = getattr(r, "result", r)
+        if r.statistics_file is None:
+            return [f"no partition statistics for snapshot {r.snapshot_id} (no files)"]
+        how = ("already computed" if r.reused else
+               f"incrementally from snapshot {r.incremental_from}" if r.incremental_from
+               else "in full")
+        lines = [f"snapshot {r.snapshot_id}: {r.statistics_file.statistics_path} ({how}"
+                 + (f", {r.partitions} partition(s))" if not r.reused else ")")]
+        lines += [f"warning: {w}" for w in r.warnings]
+        lines += [json.dumps(row, default=str) for row in rows or ()]
+        return lines
+
+    _run(args, run, summary)
+
+
+class _WithRows:
+    def __init__(self, result: Any, rows: list[dict[str, Any]]) -> None:
+        self.result, self.rows = result, rows
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.result.to_json(), "rows": self.rows}
 
 
 # -- compaction and manifests ---------------------------------------------------------------------
@@ -257,6 +299,14 @@ def register(subparsers: Any) -> None:
     p.add_argument("--equal-authority", action="append", metavar="AUTH=AUTH")
     p.add_argument("--force", action="store_true",
                    help="allow --older-than less than 24 hours ago")
+
+    p = subparsers.add_parser("compute-partition-stats",
+                              help="compute and register a snapshot's partition statistics")
+    p.add_argument("table", help=TABLE_HELP)
+    p.add_argument("--snapshot", type=int, help="snapshot id (default: current)")
+    p.add_argument("--show", action="store_true", help="also print the rows")
+    p.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    p.set_defaults(func=cmd_compute_partition_stats)
 
     p = command("compact", cmd_compact,
                 "rewrite small files and files with many deletes (Java rewrite_data_files)")

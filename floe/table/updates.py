@@ -22,6 +22,7 @@ from floe.schema import Schema
 from floe.snapshots import (
     MAIN_BRANCH,
     MetadataLogEntry,
+    PartitionStatisticsFile,
     Snapshot,
     SnapshotLogEntry,
     SnapshotRef,
@@ -34,7 +35,7 @@ __all__ = [
     "TableUpdate", "AssignUUID", "UpgradeFormatVersion", "AddSchema", "SetCurrentSchema",
     "AddPartitionSpec", "SetDefaultSpec", "AddSortOrder", "SetDefaultSortOrder", "AddSnapshot",
     "SetSnapshotRef", "RemoveSnapshots", "RemoveSnapshotRef", "RemovePartitionStatistics",
-    "RemoveSchemas", "RemovePartitionSpecs", "SetProperties",
+    "RemoveSchemas", "RemovePartitionSpecs", "SetPartitionStatistics", "SetProperties",
     "RemoveProperties", "SetLocation",
     "TableRequirement", "AssertCreate", "AssertTableUUID", "AssertRefSnapshotId",
     "AssertCurrentSchemaId", "AssertLastAssignedFieldId", "AssertDefaultSpecId",
@@ -278,6 +279,24 @@ class RemovePartitionStatistics(TableUpdate):
         gone = set(self.snapshot_ids)
         b.replace(partition_statistics=tuple(
             s for s in b.md.partition_statistics if s.snapshot_id not in gone))
+
+
+@dataclass(frozen=True, slots=True)
+class SetPartitionStatistics(TableUpdate):
+    """Register a partition-statistics file, replacing the one of the same snapshot (REST
+    ``set-partition-statistics``)."""
+
+    partition_statistics: PartitionStatisticsFile
+    action = "set-partition-statistics"
+
+    def apply(self, b: _Builder) -> None:
+        new = self.partition_statistics
+        if b.md.snapshot_by_id(new.snapshot_id) is None:
+            raise ValidationError(
+                f"cannot set partition statistics of snapshot {new.snapshot_id}: no such "
+                f"snapshot")
+        b.replace(partition_statistics=tuple(
+            s for s in b.md.partition_statistics if s.snapshot_id != new.snapshot_id) + (new,))
 
 
 @dataclass(frozen=True, slots=True)
