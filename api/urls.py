@@ -2,10 +2,12 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import SimpleRouter
 
-from api import views, views_scan
+from api import views, views_scan, views_tasks
 
 router = SimpleRouter()
-router.register("tasks", views.TaskRunViewSet, basename="task")
+router.register("tasks", views_tasks.TaskRunViewSet, basename="task")
+router.register("audit", views_tasks.AuditViewSet, basename="audit")
+router.register("grants", views_tasks.GrantViewSet, basename="grant")
 
 _tables = "catalogs/<str:catalog>/namespaces/<str:ns>/tables/"
 
@@ -19,7 +21,7 @@ urlpatterns = [
         name="namespace-list",
     ),
     path(_tables, views.TableViewSet.as_view({"get": "list"}), name="table-list"),
-    path(_tables + "<str:table>/", include("api.urls_table")),  # detail, snapshots, files, refs, history, diff
+    path(_tables + "<str:table>/", include("api.urls_table")),  # detail, snapshots, ..., audit
     path(_tables + "<str:table>/plan/", views_scan.PlanView.as_view(), name="table-plan"),
     *router.urls,
 ]

@@ -3,6 +3,7 @@
 from django.urls import path
 
 from api import views_table as v
+from api.views_tasks import TableAuditView
 
 urlpatterns = [
     path("", v.TableDetailView.as_view(), name="table-detail"),
@@ -13,4 +14,5 @@ urlpatterns = [
     path("refs/", v.RefListView.as_view(), name="table-refs"),
     path("history/", v.HistoryView.as_view(), name="table-history"),
     path("diff/", v.DiffView.as_view(), name="table-diff"),
+    path("audit/", TableAuditView.as_view(), name="table-audit"),
 ]

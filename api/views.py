@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import mixins, status, viewsets
+from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api import serializers
-from explorer import selectors, services
-from explorer.models import TaskRun
+from explorer import permissions, selectors
 
 CATALOG = OpenApiParameter("catalog", OpenApiTypes.STR, OpenApiParameter.PATH, description="Catalog name")
 NAMESPACE = OpenApiParameter(
@@ -29,7 +28,10 @@ class CatalogViewSet(viewsets.GenericViewSet):
     pagination_class = None  # a handful, from settings
 
     def list(self, request: Request) -> Response:
-        return Response(self.get_serializer(selectors.catalog_list(), many=True).data)
+        readable = set(permissions.readable_catalogs(
+            user=request.user, names=[c.name for c in selectors.catalog_list()]))
+        return Response(self.get_serializer(
+            [c for c in selectors.catalog_list() if c.name in readable], many=True).data)
 
     def retrieve(self, request: Request, catalog: str) -> Response:
         return Response(self.get_serializer(selectors.catalog_get(name=catalog)).data)
@@ -60,20 +62,3 @@ class TableViewSet(viewsets.GenericViewSet):
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
 
-class TaskRunViewSet(
-    mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
-):
-    queryset = TaskRun.objects.select_related("created_by")
-    serializer_class = serializers.TaskRunSerializer
-
-    @extend_schema(
-        request=serializers.TaskRunCreateSerializer,
-        responses={201: serializers.TaskRunSerializer},
-    )
-    def create(self, request: Request) -> Response:
-        form = serializers.TaskRunCreateSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
-        run = services.task_run_submit(
-            kind=form.validated_data["kind"], params=form.validated_data["params"], user=request.user
-        )
-        return Response(self.get_serializer(run).data, status=status.HTTP_201_CREATED)

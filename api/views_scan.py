@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.views import CATALOG, NAMESPACE, TABLE
-from explorer import selectors
+from explorer import ratelimit, selectors
 from explorer import selectors_scan as scan
 
 class PlanDeleteMatchSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -93,6 +93,8 @@ class PlanView(GenericAPIView):  # type: ignore[type-arg]
         responses={200: ScanPlanSerializer},
     )
     def get(self, request: Request, catalog: str, ns: str, table: str) -> Response:
+        ratelimit.expensive_read_check(identity=ratelimit.request_identity(request),
+                                       what="the scan plan")
         t = selectors.table_load(catalog=catalog, namespace=ns, name=table)
         q = request.query_params
         selection = scan.selection_parse(snapshot=q.get("snapshot"), ref=q.get("ref"))

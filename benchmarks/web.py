@@ -11,10 +11,24 @@ file) into ``<dir>/warehouse/bench/big``, then times requests through Django's t
 - **warm**: the same URL repeated ``--warm-runs`` times in one process after one warm-up.
 
 It also prints how many manifests and manifest lists the cold request decoded
-(:mod:`floe.stats`). Usage::
+(:mod:`floe.stats`).
+
+Then the tasks (issue 10), with a real Celery worker (``explorer.run``'s command: embedded
+SQLite broker, beat) on the benchmark's database:
+
+- **queue → running**: submit a small task, time from the row's ``created_at`` to the worker's
+  ``started_at`` (target ≤ 1 s), ``--task-runs`` times;
+- **progress**: while a compaction of 800 small files runs, poll its row and measure the
+  longest time the visible state (heartbeat, stage, counts) did not change (target ≤ 2 s);
+- **pages while compacting**: per page, the warm p50 / p95 with the worker idle, then while
+  a compaction runs (target still ≤ 150 ms); measured back to back, so that other load on
+  the machine weighs on both alike.
+
+Usage::
 
     python benchmarks/web.py [--dir DIR] [--snapshots N --files M]
                              [--cold-runs 5] [--warm-runs 30] [--only NAME ...]
+                             [--task-runs 20] [--no-tasks | --tasks-only]
 """
 
 from __future__ import annotations
@@ -35,7 +49,13 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 
 from big_table import NAMESPACE, TABLE, build_big_table  # noqa: E402
 
+from floe.types import LONG, STRING  # noqa: E402
+
 WARM_TARGET_MS = 150.0
+QUEUE_TARGET_MS = 1000.0
+PROGRESS_GAP_TARGET_MS = 2000.0
+#: Where the task benchmark's own tables live (beside bench.big).
+TASKS_NS = "bench_tasks"
 #: Pages that read every manifest of a snapshot by design (timed with one cold process).
 HEAVY = "*"
 COLD_TARGET_MS = 2000.0
@@ -183,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cold-runs", type=int, default=5)
     p.add_argument("--warm-runs", type=int, default=30)
     p.add_argument("--only", nargs="*", default=None, help="page names to time (substrings)")
+    p.add_argument("--task-runs", type=int, default=20, help="submissions timed queue → running")
+    p.add_argument("--no-tasks", action="store_true", help="time the pages only")
+    p.add_argument("--tasks-only", action="store_true", help="skip the cold / warm table")
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     warehouse = os.path.join(args.dir, "warehouse")
@@ -207,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     _metadata_floor(warehouse)
     todo = [(n, u) for n, u in pages(warehouse)
             if args.only is None or any(o in n for o in args.only)]
+    if args.tasks_only:
+        tasks(warehouse, var_dir, client, todo, args.task_runs, args.warm_runs)
+        return 0
 
     header = (f"{'page':<24} {'cold p50':>9} {'cold p95':>9} {'warm p50':>9} {'warm p95':>9}"
               f"  {'reads m/l':>9}  {'status':<6} verdict")
@@ -230,7 +256,198 @@ def main(argv: list[str] | None = None) -> int:
               f"  {status:<6} {verdict}", flush=True)
     print(f"{len(todo) - failures} of {len(todo)} within targets "
           f"({HEAVY} reads every manifest of the snapshot by design: one cold process)")
+    if not args.no_tasks:
+        tasks(warehouse, var_dir, client, todo, args.task_runs, args.warm_runs)
     return 0
+
+
+# --- tasks: queue → running, progress, pages while compacting -----------------------------------
+
+
+def _task_tables(warehouse: str) -> None:
+    """``bench_tasks.tiny`` (one append) and ``bench_tasks.files800`` (800 small files, made
+    again each run: compaction rewrites it)."""
+    import pyarrow as pa
+
+    from floe.catalog.filesystem import FileSystemCatalog
+    from floe.partitioning import parse_partition_by
+    from floe.schema import Schema
+    from floe.types import NestedField
+
+    root = os.path.join(warehouse, TASKS_NS)
+    if os.path.isdir(root):
+        import shutil
+
+        shutil.rmtree(root)
+    catalog = FileSystemCatalog("local", warehouse)
+    catalog.create_namespace((TASKS_NS,))
+    schema = Schema(NestedField(1, "id", LONG, required=True), NestedField(2, "s", STRING))
+
+    def rows(first: int, n: int) -> pa.Table:
+        return pa.table({"id": pa.array(range(first, first + n), pa.int64()),
+                         "s": [f"s{i % 7}" for i in range(first, first + n)]})
+
+    catalog.create_table(f"{TASKS_NS}.tiny", schema).append(rows(0, 10))
+    files = catalog.create_table(f"{TASKS_NS}.files800", schema,
+                                 parse_partition_by("bucket(400, id)", schema),
+                                 properties={"commit.manifest-merge.enabled": "false"})
+    for k in range(2):
+        files.append(rows(k * 200_000, 200_000))
+
+
+def _worker(warehouse: str, var_dir: str) -> subprocess.Popen[bytes]:
+    from explorer.run import worker_command
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLOE_", "CELERY_"))}
+    env.pop("DATABASE_URL", None)
+    env.update(FLOE_WAREHOUSE=warehouse, FLOE_VAR_DIR=var_dir, FLOE_ALLOW_ANONYMOUS="true",
+               DJANGO_SETTINGS_MODULE="explorer.settings")
+    log = open(os.path.join(var_dir, "bench-worker.log"), "wb")  # noqa: SIM115 - the child's
+    proc = subprocess.Popen(worker_command(Path(var_dir)), cwd=ROOT, env=env, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while b" ready." not in Path(var_dir, "bench-worker.log").read_bytes():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the worker did not start; see {var_dir}/bench-worker.log")
+        time.sleep(0.2)
+    return proc
+
+
+def _submit(user: Any, kind: str, params: dict[str, Any]) -> int:
+    from explorer import services
+
+    return int(services.task_submit(kind=kind, params=params, user=user).pk)
+
+
+def _wait(run_id: int, until: Any, timeout: float = 600) -> Any:
+    from explorer.models import TaskRun
+
+    deadline = time.monotonic() + timeout
+    while True:
+        run = TaskRun.objects.get(pk=run_id)
+        if until(run):
+            return run
+        if time.monotonic() > deadline:
+            raise SystemExit(f"task run {run_id} stuck in {run.state}")
+        time.sleep(0.01)
+
+
+def _queue_latency(user: Any, runs: int) -> list[float]:
+    samples = []
+    for _ in range(runs):
+        run_id = _submit(user, "refresh_table_stats", {"namespace": TASKS_NS})
+        run = _wait(run_id, lambda r: r.started_at is not None)
+        samples.append((run.started_at - run.created_at).total_seconds() * 1000)
+        _wait(run_id, lambda r: r.is_finished)
+    return samples
+
+
+_COMPACT = {"namespace": TASKS_NS, "table": "files800", "engine": "local",
+            "options": {"rewrite-all": "true", "min-input-files": "2"}}
+
+
+def _progress_gaps(user: Any) -> tuple[list[float], float, str]:
+    """Longest stretches (ms) without a visible change of a running compaction's row."""
+    from explorer.models import TaskRun
+
+    run_id = _submit(user, "compact", _COMPACT)
+    _wait(run_id, lambda r: r.state != "QUEUED")
+    gaps: list[float] = []
+    last_state: tuple[Any, ...] | None = None
+    last_change = time.monotonic()
+    started = time.monotonic()
+    while True:
+        run = TaskRun.objects.get(pk=run_id)
+        if run.is_finished:
+            break
+        state = (run.heartbeat_at, run.stage, run.progress_done, run.progress)
+        now = time.monotonic()
+        if state != last_state:
+            if last_state is not None:
+                gaps.append((now - last_change) * 1000)
+            last_state, last_change = state, now
+        time.sleep(0.05)
+    return gaps, time.monotonic() - started, run.state
+
+
+def _pages_while_compacting(user: Any, client: Any, todo: list[tuple[str, str]],
+                            warm_runs: int) -> list[tuple[str, list[float], list[float]]]:
+    """Per page: warm samples with the worker idle, then while a compaction runs."""
+    from explorer.models import TaskRun
+
+    out = []
+    for name, url in todo:
+        if name.startswith(HEAVY):
+            continue
+        _request(client, url)
+        idle = [_request(client, url)[0] for _ in range(warm_runs)]
+        busy: list[float] = []
+        run_id = _submit(user, "compact", _COMPACT)
+        while len(busy) < warm_runs:
+            state = TaskRun.objects.get(pk=run_id).state
+            if state in ("SUCCEEDED", "FAILED", "CANCELLED"):
+                run_id = _submit(user, "compact", _COMPACT)
+                continue
+            if state != "RUNNING" or TaskRun.objects.get(pk=run_id).stage in ("", "starting",
+                                                                              "planning"):
+                time.sleep(0.02)  # time only while it rewrites
+                continue
+            busy.append(_request(client, url)[0])
+        _wait(run_id, lambda r: r.is_finished)
+        out.append((name, idle, busy))
+    return out
+
+
+def tasks(warehouse: str, var_dir: str, client: Any, todo: list[tuple[str, str]],
+          runs: int, warm_runs: int) -> None:
+    from django.contrib.auth.models import User
+
+    print()
+    print("tasks: a Celery worker as explorer.run starts it (SQLite broker, beat, 2 processes)")
+    t0 = time.perf_counter()
+    _task_tables(warehouse)
+    print(f"task tables built in {time.perf_counter() - t0:.1f} s")
+    user = User.objects.filter(username="bench").first() or User.objects.create_superuser(
+        "bench", "bench@example.com", None)
+    worker = _worker(warehouse, var_dir)
+    try:
+        lat = _queue_latency(user, runs)
+        ok = _pct(lat, 95) <= QUEUE_TARGET_MS
+        print(f"queue → running ({runs} runs): p50 {_pct(lat, 50):.0f} ms, p95 "
+              f"{_pct(lat, 95):.0f} ms, max {max(lat):.0f} ms (target ≤ {QUEUE_TARGET_MS:.0f} "
+              f"ms): {'ok' if ok else 'OVER'}")
+        gaps, seconds, state = _progress_gaps(user)
+        worst = max(gaps, default=0.0)
+        ok = worst <= PROGRESS_GAP_TARGET_MS and state == "SUCCEEDED"
+        print(f"progress of a compaction ({seconds:.1f} s, {state}): {len(gaps)} visible "
+              f"updates, longest gap {worst:.0f} ms, median {_pct(gaps, 50) if gaps else 0:.0f} "
+              f"ms (target ≤ {PROGRESS_GAP_TARGET_MS:.0f} ms): {'ok' if ok else 'OVER'}")
+        print(f"pages, warm ({warm_runs} requests each), the worker idle and then while a "
+              "compaction rewrites:")
+        header = (f"{'page':<24} {'idle p50':>9} {'idle p95':>9} {'busy p50':>9} "
+                  f"{'busy p95':>9}  verdict")
+        print(header)
+        print("-" * len(header))
+        timed = _pages_while_compacting(user, client, todo, warm_runs)
+        over = 0
+        for name, idle, busy in timed:
+            b95 = _pct(busy, 95)
+            over += b95 > WARM_TARGET_MS
+            print(f"{name:<24} {_pct(idle, 50):9.1f} {_pct(idle, 95):9.1f} "
+                  f"{_pct(busy, 50):9.1f} {b95:9.1f}  "
+                  f"{'ok' if b95 <= WARM_TARGET_MS else 'OVER: warm while compacting'}",
+                  flush=True)
+        print(f"{len(timed) - over} of {len(timed)} within {WARM_TARGET_MS:.0f} ms warm while "
+              "a compaction runs")
+    finally:
+        import signal
+
+        worker.send_signal(signal.SIGTERM)  # warm shutdown: the worker stops pool and beat
+        try:
+            worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
 
 
 if __name__ == "__main__":

@@ -6,9 +6,30 @@ Start a worker with ``celery -A explorer worker`` (``python -m explorer.run`` do
 import os
 
 from celery import Celery
+from celery.signals import worker_process_init
+from kombu.transport import TRANSPORT_ALIASES
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "explorer.settings")
+# The embedded SQL broker, polling faster than kombu's default (see explorer.broker).
+TRANSPORT_ALIASES["sqla"] = "explorer.broker:SQLTransport"
 
 app = Celery("explorer")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_process_init.connect
+def _yield_to_the_web(**_: object) -> None:
+    """Pool processes (where tasks run) leave room for the web server on the same machine: a
+    compaction must not slow pages down. They run at a lower priority (FLOE_WORKER_NICE)
+    and, on Linux, on FLOE_WORKER_CPUS of the machine's cores (by default all but one, so
+    one core is always free for requests)."""
+    from django.conf import settings
+
+    if settings.FLOE_WORKER_NICE:
+        os.nice(settings.FLOE_WORKER_NICE)
+    if hasattr(os, "sched_setaffinity"):
+        cores = sorted(os.sched_getaffinity(0))
+        wanted = settings.FLOE_WORKER_CPUS or len(cores)
+        if wanted < len(cores):
+            os.sched_setaffinity(0, set(cores[-wanted:]))

@@ -52,6 +52,35 @@ def envint(
     return value
 
 
+def envfloat(
+    name: str,
+    default: str,
+    *,
+    minimum: float | None = None,
+    environ: Mapping[str, str] = os.environ,
+) -> float:
+    raw = environ.get(name, default)
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a finite number")
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={value:g} is below the minimum {minimum:g}")
+    return value
+
+
+def envchoice(
+    name: str, default: str, choices: tuple[str, ...], *, environ: Mapping[str, str] = os.environ
+) -> str:
+    value = environ.get(name, default).strip().lower()
+    if value not in choices:
+        raise ImproperlyConfigured(
+            f"{name}={environ.get(name, default)!r} is not one of {', '.join(choices)}")
+    return value
+
+
 def envlist(name: str, default: str, *, environ: Mapping[str, str] = os.environ) -> list[str]:
     """A comma-separated list; blanks around items and empty items are dropped."""
     return [item.strip() for item in environ.get(name, default).split(",") if item.strip()]

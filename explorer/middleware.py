@@ -5,7 +5,7 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
-from explorer.errors import domain_error_body, domain_error_status
+from explorer.errors import domain_error_body, domain_error_headers, domain_error_status
 
 
 class DomainErrorMiddleware:
@@ -24,6 +24,6 @@ class DomainErrorMiddleware:
             return None
         response = TemplateResponse(
             request, "explorer/error.html", {"status": status, **domain_error_body(exception)},
-            status=status,
+            status=status, headers=domain_error_headers(exception),
         )
         return response.render()

@@ -1,36 +1,97 @@
-"""What the explorer keeps in its own database: background task runs and the audit trail.
+"""What the explorer keeps in its own database: background task runs, the audit trail and the
+per-catalog role grants.
 
-Tables themselves are never stored here; they are read from their catalogs through floe.
+Tables themselves are never stored here; they are read from and changed in their catalogs
+through floe.
 """
 
 from __future__ import annotations
+
+from typing import Any, NoReturn
 
 from django.conf import settings
 from django.db import models
 
 
 class TaskRun(models.Model):
-    """One background task: the row the UI polls for state and progress."""
+    """One background task: the row the UI polls for state, progress and result.
+
+    Life cycle: QUEUED → RUNNING → SUCCEEDED / FAILED / CANCELLED. Every transition is a
+    conditional UPDATE on the current state (see :mod:`explorer.services`), so two workers,
+    the reaper and a cancel request never overwrite each other.
+    """
 
     class Kind(models.TextChoices):
         REFRESH_TABLE_STATS = "refresh_table_stats", "Refresh table statistics"
+        ROLLBACK = "rollback", "Roll back"
+        SET_CURRENT = "set_current", "Set the current snapshot"
+        CHERRY_PICK = "cherry_pick", "Cherry-pick a snapshot"
+        BRANCH_CREATE = "branch_create", "Create a branch"
+        BRANCH_REPLACE = "branch_replace", "Move a branch"
+        BRANCH_RENAME = "branch_rename", "Rename a branch"
+        BRANCH_REMOVE = "branch_remove", "Remove a branch"
+        BRANCH_FAST_FORWARD = "branch_fast_forward", "Fast-forward a branch"
+        TAG_CREATE = "tag_create", "Create a tag"
+        TAG_REPLACE = "tag_replace", "Move a tag"
+        TAG_REMOVE = "tag_remove", "Remove a tag"
+        REF_RETENTION = "ref_retention", "Set a ref's retention"
+        EVOLVE = "evolve", "Evolve the schema, partition spec or sort order"
+        DELETE_ROWS = "delete_rows", "Delete rows"
+        EXPORT = "export", "Export a table state"
+        EXPIRE_DRY_RUN = "expire_snapshots_dry_run", "Expire snapshots (dry run)"
+        EXPIRE = "expire_snapshots", "Expire snapshots"
+        ORPHANS_DRY_RUN = "remove_orphan_files_dry_run", "Remove orphan files (dry run)"
+        ORPHANS = "remove_orphan_files", "Remove orphan files"
+        COMPACT = "compact", "Compact data files"
+        REWRITE_MANIFESTS = "rewrite_manifests", "Rewrite manifests"
 
     class State(models.TextChoices):
         QUEUED = "QUEUED"
         RUNNING = "RUNNING"
         SUCCEEDED = "SUCCEEDED"
         FAILED = "FAILED"
+        CANCELLED = "CANCELLED"
+
+    FINISHED_STATES = (State.SUCCEEDED, State.FAILED, State.CANCELLED)
 
     kind = models.CharField(max_length=64, choices=Kind.choices)
     state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
-    progress = models.PositiveSmallIntegerField(default=0)
     params = models.JSONField(default=dict, blank=True)
     result = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True, default="")
+    # The table (or, for catalog-wide kinds, the catalog and namespace) the run works on:
+    # columns of their own so runs can be listed per table and authorised per catalog.
+    catalog = models.CharField(max_length=255, blank=True, default="")
+    namespace = models.CharField(max_length=255, blank=True, default="")
+    table = models.CharField(max_length=255, blank=True, default="")
+    # Progress from the core's callbacks: percent of the current stage, the stage, counts.
+    progress = models.PositiveSmallIntegerField(default=0)
+    stage = models.CharField(max_length=64, blank=True, default="")
+    progress_done = models.BigIntegerField(default=0)
+    progress_total = models.BigIntegerField(null=True, blank=True)
+    progress_detail = models.CharField(max_length=255, blank=True, default="")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    cancelled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    attempts = models.PositiveSmallIntegerField(default=0)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="task_runs",
     )
+    # How the creator authenticated ("session" or "token"), for the audit trail.
+    created_via = models.CharField(max_length=16, blank=True, default="")
+    # A confirm run (expire, orphan removal) executes the plan of this dry run.
+    source_run = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="confirmations",
+    )
+    # The table as the run found it when it started (the audit entry's "before").
+    metadata_before = models.CharField(max_length=2048, blank=True, default="")
+    snapshot_before = models.BigIntegerField(null=True, blank=True)
+    # An export's file, relative to the exports directory; emptied when the file is removed.
+    artifact = models.CharField(max_length=1024, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -38,7 +99,12 @@ class TaskRun(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["state", "created_at"])]
+        indexes = [
+            models.Index(fields=["state", "created_at"]),
+            models.Index(fields=["catalog", "namespace", "table", "created_at"],
+                         name="explorer_taskrun_table_idx"),
+            models.Index(fields=["state", "heartbeat_at"], name="explorer_taskrun_beat_idx"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(progress__lte=100), name="taskrun_progress_at_most_100"
@@ -50,37 +116,124 @@ class TaskRun(models.Model):
 
     @property
     def is_finished(self) -> bool:
-        return self.state in (self.State.SUCCEEDED, self.State.FAILED)
+        return self.state in self.FINISHED_STATES
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self.cancel_requested_at is not None
+
+    @property
+    def identifier(self) -> str:
+        """``namespace.table`` for table kinds, else the namespace (or "")."""
+        return f"{self.namespace}.{self.table}" if self.table else self.namespace
+
+
+class AuditEntryImmutable(RuntimeError):
+    """Raised on any attempt to change or delete an audit entry: the trail is append-only."""
+
+
+class AppendOnlyQuerySet(models.QuerySet["AuditEntry"]):
+    """Reads and inserts only: bulk changes and deletes are refused."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise AuditEntryImmutable("audit entries are append-only: they cannot be changed or "
+                                  "deleted")
+
+    update = _refuse
+    delete = _refuse
+    bulk_update = _refuse
+    update_or_create = _refuse
+    _raw_delete = _refuse
 
 
 class AuditEntry(models.Model):
-    """Who changed which table when, with the metadata file before and after the change.
+    """One change made through Floe to one table (or to the grants of a catalog): who, what,
+    which table, the table before and after, the outcome and the timing. Append-only.
 
     Metadata files are immutable, so their locations identify both table states exactly.
+    The actor is kept as text and id, not as a foreign key: deleting a user must not change
+    (or be blocked by) the trail.
     """
 
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-        related_name="audit_entries",
-    )
-    # Kept as text too: the entry must still say who it was after the user is deleted.
+    class Outcome(models.TextChoices):
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    actor_id = models.BigIntegerField(null=True, blank=True)
     actor_name = models.CharField(max_length=150, blank=True, default="")
+    # "session", "token" (the API with a token), "command" (manage.py), "system" (the reaper).
+    actor_via = models.CharField(max_length=16, blank=True, default="")
     action = models.CharField(max_length=64)
+    params = models.JSONField(default=dict, blank=True)
     catalog = models.CharField(max_length=255)
-    namespace = models.CharField(max_length=255)
-    table = models.CharField(max_length=255)
+    namespace = models.CharField(max_length=255, blank=True, default="")
+    table = models.CharField(max_length=255, blank=True, default="")
     metadata_before = models.CharField(max_length=2048, blank=True, default="")
     metadata_after = models.CharField(max_length=2048, blank=True, default="")
-    details = models.JSONField(default=dict, blank=True)
-    task_run = models.ForeignKey(
-        TaskRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_entries"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
+    snapshot_before = models.BigIntegerField(null=True, blank=True)
+    snapshot_after = models.BigIntegerField(null=True, blank=True)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.BigIntegerField(null=True, blank=True)
+    task_run_id = models.BigIntegerField(null=True, blank=True)
+
+    objects = AppendOnlyQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["catalog", "namespace", "table", "created_at"])]
+        indexes = [
+            models.Index(fields=["catalog", "namespace", "table", "created_at"],
+                         name="explorer_audit_table_idx"),
+            models.Index(fields=["actor_name", "created_at"], name="explorer_audit_actor_idx"),
+            models.Index(fields=["action", "created_at"], name="explorer_audit_action_idx"),
+        ]
         verbose_name_plural = "audit entries"
 
     def __str__(self) -> str:
-        return f"{self.actor_name or 'system'} {self.action} {self.namespace}.{self.table}"
+        where = f"{self.namespace}.{self.table}" if self.table else self.catalog
+        return f"{self.actor_name or 'system'} {self.action} {where} ({self.outcome})"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise AuditEntryImmutable(f"audit entry {self.pk} cannot be changed: the trail is "
+                                      "append-only")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise AuditEntryImmutable(f"audit entry {self.pk} cannot be deleted: the trail is "
+                                  "append-only")
+
+
+class CatalogGrant(models.Model):
+    """A role on a catalog for a user: ``viewer`` reads, ``maintainer`` also changes tables
+    (every task), ``admin`` also manages the grants of that catalog. ``catalog = "*"`` grants
+    the role on every catalog. Superusers are admin everywhere without a grant."""
+
+    class Role(models.TextChoices):
+        VIEWER = "viewer"
+        MAINTAINER = "maintainer"
+        ADMIN = "admin"
+
+    EVERY_CATALOG = "*"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="catalog_grants")
+    catalog = models.CharField(max_length=255)
+    role = models.CharField(max_length=16, choices=Role.choices)
+    granted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    granted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["catalog", "user_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "catalog"], name="catalog_grant_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.role} on {self.catalog}"

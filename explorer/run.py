@@ -4,7 +4,8 @@
 2. create the demo warehouse when FLOE_WAREHOUSE is not set and it does not exist yet, and
    read the catalog file (FLOE_CATALOGS): a broken one stops here, naming the file;
 3. start the web server (waitress) on FLOE_HOST:FLOE_PORT (127.0.0.1:8000) and one Celery
-   worker, as child processes;
+   worker (FLOE_WORKER_CONCURRENCY processes, with beat embedded for the reaper that fails
+   runs whose worker died and removes expired exports), as child processes;
 4. supervise: Ctrl-C (SIGINT) or SIGTERM stops both and exits 0; when one child dies on its
    own, the other is stopped and the exit status is 1.
 
@@ -61,7 +62,8 @@ def main() -> int:
     from django.db import connections
 
     connections.close_all()  # this process only supervises from here on
-    commands = {"web": web_command(host, port), "worker": worker_command()}
+    commands = {"web": web_command(host, port),
+                "worker": worker_command(settings.VAR_DIR, settings.FLOE_WORKER_CONCURRENCY)}
     display_host = f"[{host}]" if ":" in host else host
     names = ", ".join(c.name for c in catalogs)
     _say(f"Floe: http://{display_host}:{port}/ · warehouse {settings.FLOE_WAREHOUSE} · "
@@ -75,12 +77,16 @@ def web_command(host: str, port: int) -> list[str]:
             "explorer.wsgi:application"]
 
 
-def worker_command() -> list[str]:
-    # prefork (with one process) is the pool that enforces the tasks' time limits. The SQL
-    # broker has no fan-out, so gossip, mingle and event heartbeats stay off.
+def worker_command(var_dir: Path, concurrency: int = 2) -> list[str]:
+    """The Celery worker, with beat embedded (``-B``: the reaper, explorer.tasks.reap).
+
+    prefork is the pool that enforces the tasks' time limits; more than one process lets a
+    short task (and the reaper) run beside a long one. The SQL broker has no fan-out, so
+    gossip, mingle and event heartbeats stay off. Beat's schedule file lives in ``var/``."""
     return [sys.executable, "-m", "celery", "-A", "explorer", "worker", "--pool=prefork",
-            "--concurrency=1", "--loglevel=INFO", "--without-gossip", "--without-mingle",
-            "--without-heartbeat", "--hostname=floe@%h"]
+            f"--concurrency={concurrency}", "--loglevel=INFO", "--without-gossip",
+            "--without-mingle", "--without-heartbeat", "--hostname=floe@%h", "--beat",
+            f"--schedule={Path(var_dir) / 'celerybeat-schedule'}"]
 
 
 def ensure_demo_warehouse(path: str) -> None:

@@ -190,6 +190,26 @@ def table_load(*, catalog: str, namespace: str, name: str) -> Table:
     return _open(cat, ident, _pointer(cat, ident))
 
 
+def table_load_for_change(*, catalog: str, namespace: str, name: str) -> Table:
+    """Like :func:`table_load`, but a :class:`Table` of its own: a commit refreshes its table
+    handle in place, which must never happen to the cached handle every request shares. (The
+    parsed metadata is shared: it is immutable.)"""
+    cat = _catalog(catalog)
+    ident = TableIdentifier(to_namespace(namespace), name)
+    location = _pointer(cat, ident)
+    check_inside(cat, location)
+    metadata = CACHE.sized().metadata.get_or_load(
+        location, lambda: parse_metadata(cat.io.read(location), location))
+    return Table(cat, ident, metadata, location)
+
+
+def table_pointer(*, catalog: str, namespace: str, name: str) -> tuple[str, int | None]:
+    """The table's current metadata file and current snapshot id, asked of the catalog now."""
+    table = table_load(catalog=catalog, namespace=namespace, name=name)
+    snapshot = table.current_snapshot()
+    return table.metadata_location, snapshot.snapshot_id if snapshot is not None else None
+
+
 def table_ref(table: Table) -> TableRef:
     return TableRef(table.catalog.name, _ns_text(table.identifier.namespace),
                     table.identifier.name)
@@ -283,13 +303,18 @@ class CatalogListing:
     error: str | None = None
 
 
-def all_table_refs(*, query: str = "") -> tuple[list[CatalogListing], list[TableRef]]:
+def all_table_refs(*, query: str = "", only: Iterable[str] | None = None
+                   ) -> tuple[list[CatalogListing], list[TableRef]]:
     """The matching tables of every catalog (``local`` first, then by name; each catalog's
     sorted by identifier), and per catalog how many or why it could not be listed. One
-    catalog failing (a database down, a missing warehouse) leaves the others listed."""
+    catalog failing (a database down, a missing warehouse) leaves the others listed.
+    ``only``: the catalogs to list (those the user may read)."""
     listings: list[CatalogListing] = []
     refs: list[TableRef] = []
+    wanted = None if only is None else set(only)
     for info in catalog_list():
+        if wanted is not None and info.name not in wanted:
+            continue
         try:
             found = catalog_table_refs(catalog=info.name, query=query)
         except FloeError as exc:

@@ -11,9 +11,18 @@ from __future__ import annotations
 
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
-from explorer.env import database_from_url, envbool, envint, envlist, envstr
+from explorer.env import (
+    database_from_url,
+    envbool,
+    envchoice,
+    envfloat,
+    envint,
+    envlist,
+    envstr,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -66,6 +75,41 @@ FLOE_PAGE_SIZE = envint("FLOE_PAGE_SIZE", "50", minimum=1, maximum=1000)
 FLOE_ALLOW_ANONYMOUS = envbool(
     "FLOE_ALLOW_ANONYMOUS", "false" if os.environ.get("DATABASE_URL") else "true"
 )
+# The role every signed-in user has on every catalog without a grant (explorer.permissions):
+# "viewer" (reading needs nothing more than a login, as before roles existed) or "none"
+# (reading a catalog needs a grant on it). Changes always need a maintainer grant.
+FLOE_DEFAULT_ROLE = envchoice("FLOE_DEFAULT_ROLE", "viewer", ("none", "viewer"))
+# Expensive reads (scan plans, previews, exports) a user may start per minute; 0: no limit.
+FLOE_EXPENSIVE_READS_PER_MINUTE = envint("FLOE_EXPENSIVE_READS_PER_MINUTE", "120", minimum=0)
+
+# --- tasks ----------------------------------------------------------------------------------
+
+# A running task writes its heartbeat (and its latest progress) this often; the reaper fails a
+# run whose heartbeat is older than the timeout (its worker was killed).
+FLOE_TASK_HEARTBEAT_SECONDS = envfloat("FLOE_TASK_HEARTBEAT_SECONDS", "1", minimum=0.05)
+FLOE_TASK_HEARTBEAT_TIMEOUT = envfloat("FLOE_TASK_HEARTBEAT_TIMEOUT", "60", minimum=0.5)
+# How often the reaper runs (Celery beat, embedded in the worker explorer.run starts).
+FLOE_REAPER_INTERVAL = envfloat("FLOE_REAPER_INTERVAL", "10", minimum=0.1)
+# Times a task whose commit conflicted with a concurrent one is run again (kinds that plan
+# afresh on every run only: compaction, manifest rewrite, delete).
+FLOE_TASK_CONFLICT_RETRIES = envint("FLOE_TASK_CONFLICT_RETRIES", "2", minimum=0, maximum=10)
+# Export files live under <var>/exports/ and are removed this many seconds after they were
+# written.
+FLOE_EXPORT_DIR = VAR_DIR / "exports"
+FLOE_EXPORT_MAX_AGE = envint("FLOE_EXPORT_MAX_AGE", "86400", minimum=1)
+# Compaction runs on Spark (floe.spark.compaction) when its plan's input exceeds this many
+# bytes and the task's engine is "auto" (the default); "local" / "spark" choose explicitly.
+FLOE_COMPACTION_SPARK_MIN_BYTES = envint("FLOE_COMPACTION_SPARK_MIN_BYTES", str(10 * 2**30),
+                                         minimum=0)
+# Processes of the worker explorer.run starts (two: a short task runs beside a long one).
+FLOE_WORKER_CONCURRENCY = envint("FLOE_WORKER_CONCURRENCY", "2", minimum=1, maximum=64)
+# CPU niceness added to the worker's pool processes, so that pages stay fast while a long
+# task runs on the same machine (0: the web's priority).
+FLOE_WORKER_NICE = envint("FLOE_WORKER_NICE", "10", minimum=0, maximum=19)
+# Cores the worker's pool processes may run on (Linux): by default all but one, which stays
+# free for the web server; 0 means all of them.
+FLOE_WORKER_CPUS = envint("FLOE_WORKER_CPUS", str(max(1, (os.cpu_count() or 1) - 1)),
+                          minimum=0)
 
 # --- Django ---------------------------------------------------------------------------------
 
@@ -110,6 +154,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "explorer.context_processors.assets",
+                "explorer.context_processors.roles",
             ],
         },
     },
@@ -127,6 +172,10 @@ if _default_db["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+    # Tests: a file, not Django's in-memory default, so that the Celery worker the tests start
+    # can open the test database (DATABASE_URL pointing at it); one per test process.
+    _default_db["TEST"] = {
+        "NAME": str(Path(tempfile.gettempdir()) / f"floe-test-{os.getpid()}.sqlite3")}
 else:
     _default_db["CONN_MAX_AGE"] = envint("FLOE_DB_CONN_MAX_AGE", "60", minimum=0)
     _default_db["CONN_HEALTH_CHECKS"] = True
@@ -162,7 +211,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["api.permissions.ReadAnonymouslyIfAllowed"],
+    "DEFAULT_PERMISSION_CLASSES": ["api.permissions.CatalogRoles"],
     "DEFAULT_PAGINATION_CLASS": "api.pagination.PageNumberPagination",
     "PAGE_SIZE": FLOE_PAGE_SIZE,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -188,8 +237,20 @@ CELERY_TASK_IGNORE_RESULT = CELERY_RESULT_BACKEND is None
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = envint("FLOE_TASK_SOFT_TIME_LIMIT", "3600", minimum=1)
-CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 60
+CELERY_TASK_TIME_LIMIT = envint("FLOE_TASK_TIME_LIMIT", str(CELERY_TASK_SOFT_TIME_LIMIT + 60),
+                                minimum=CELERY_TASK_SOFT_TIME_LIMIT + 1)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# One queue name per deployment (tests use their own on a shared Redis).
+CELERY_TASK_DEFAULT_QUEUE = envstr("FLOE_TASK_QUEUE", "celery")
+# The reaper: fails runs whose worker died, removes expired exports (explorer.tasks.reap).
+# It expires like its interval, so a busy worker never works through a backlog of them.
+CELERY_BEAT_SCHEDULE = {
+    "floe-reap": {
+        "task": "explorer.tasks.reap",
+        "schedule": FLOE_REAPER_INTERVAL,
+        "options": {"expires": max(1.0, FLOE_REAPER_INTERVAL)},
+    },
+}
 
 # --- Logging --------------------------------------------------------------------------------
 

@@ -1,42 +1,51 @@
-"""Celery tasks. Each takes a TaskRun id, claims the row, keeps state and progress in it.
+"""Celery tasks: one that runs any TaskRun by id, and the periodic reaper.
 
-A task whose row is gone or already claimed returns at once, so a redelivered message
-(``acks_late``) never runs the work twice.
+:func:`run_task` takes a TaskRun id, claims the row with a conditional UPDATE and keeps state
+and progress in it (:mod:`explorer.task_runtime`); a task whose row is gone, cancelled or
+already claimed returns at once, so a redelivered message (``acks_late``) never runs the work
+twice. Time limits are the settings' (``FLOE_TASK_SOFT_TIME_LIMIT``, ``FLOE_TASK_TIME_LIMIT``):
+the soft one fails the run, the hard one kills the process (the reaper then fails the run).
+Retries happen inside the run, on CommitConflict only (:class:`explorer.task_kinds.KindSpec`).
+
+:func:`reap` runs every ``FLOE_REAPER_INTERVAL`` seconds from Celery beat, embedded in the
+worker ``explorer.run`` starts (``-B``).
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import shared_task
-from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 
 from explorer import services
-from explorer.models import TaskRun
+from explorer.task_runners import runner_for
+from explorer.task_runtime import execute
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(acks_late=True, soft_time_limit=600, time_limit=660, ignore_result=True)
-def refresh_table_stats(task_run_id: int) -> None:
-    run = services.task_run_claim(task_run_id=task_run_id)
-    if run is None:
-        logger.info("task run %s is gone or already claimed", task_run_id)
-        return
-    try:
-        result = services.table_stats_refresh(
-            catalog_name=run.params.get("catalog", "local"),
-            namespace=run.params.get("namespace"),
-            on_progress=lambda p: services.task_run_progress(task_run_id=task_run_id, progress=p),
-        )
-    except SoftTimeLimitExceeded:
-        services.task_run_fail(task_run_id=task_run_id, error="stopped: time limit exceeded")
-        raise
-    except Exception as exc:
-        logger.exception("task run %s failed", task_run_id)
-        services.task_run_fail(task_run_id=task_run_id, error=f"{type(exc).__name__}: {exc}")
-        return
-    services.task_run_succeed(task_run_id=task_run_id, result=result)
+@shared_task(bind=True, name="explorer.tasks.run_task", acks_late=True, ignore_result=True,
+             soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
+             time_limit=settings.CELERY_TASK_TIME_LIMIT)
+def run_task(self: Any, task_run_id: int) -> None:
+    # In a worker a heartbeat thread beats while the core works; run in-process (called
+    # directly, or eagerly) the run beats from its progress reports instead.
+    inline = bool(self.request.called_directly or self.request.is_eager)
+    # The message's limits (hard, soft): the submitting process's settings.
+    _, soft = self.request.timelimit or (None, None)
+    execute(task_run_id, threaded=not inline, runner_for=runner_for,
+            soft_time_limit=None if inline else soft)
 
 
-TASKS_BY_KIND = {TaskRun.Kind.REFRESH_TABLE_STATS.value: refresh_table_stats}
+#: The first kind's name, kept: a TaskRun of kind refresh_table_stats runs like any other.
+refresh_table_stats = run_task
+
+
+@shared_task(name="explorer.tasks.reap", ignore_result=True, acks_late=False)
+def reap() -> dict[str, int]:
+    done = services.task_runs_reap()
+    if any(done.values()):
+        logger.info("reaper: %s", done)
+    return done

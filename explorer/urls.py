@@ -2,17 +2,28 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from explorer import views, views_scan
+from explorer import views, views_scan, views_tasks
 
 explorer_patterns = (
     [path("", views.table_list, name="tables")],
     "explorer",
 )
 
+task_patterns = (
+    [
+        path("", views_tasks.task_list, name="list"),
+        path("<int:pk>/", views_tasks.task_detail, name="detail"),
+        path("<int:pk>/cancel/", views_tasks.task_cancel, name="cancel"),
+        path("<int:pk>/confirm/", views_tasks.task_confirm, name="confirm"),
+    ],
+    "tasks",
+)
+
 urlpatterns = [
     path("", include(explorer_patterns)),
     path("", include(views_scan.scan_patterns)),  # partitions, scan plan, preview
     path("", include("explorer.urls_table")),  # one table: overview, snapshots, history, diff
+    path("tasks/", include(task_patterns)),
     path("api/", include("api.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

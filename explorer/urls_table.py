@@ -3,6 +3,7 @@
 from django.urls import path
 
 from explorer import views_table as v
+from explorer import views_tasks as vt
 
 app_name = "table"
 
@@ -18,4 +19,12 @@ urlpatterns = [
     path(_t + "history/", v.table_history, name="history"),
     path(_t + "diff/", v.table_diff, name="diff"),
     path("assets/plotly-<str:version>.min.js", v.plotly_js, name="plotly_js"),
+]
+
+# Pages that act on the table, and its audit trail (explorer.views_tasks).
+
+urlpatterns += [
+    path(_t + "actions/", vt.table_actions, name="actions"),
+    path(_t + "actions/run/", vt.table_action, name="action"),
+    path(_t + "audit/", vt.table_audit_page, name="audit"),
 ]

@@ -5,7 +5,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from explorer import selectors
+from explorer import permissions, selectors
 from explorer.auth import read_access_required
 from explorer.forms import TableSearchForm
 
@@ -16,7 +16,9 @@ def table_list(request: HttpRequest) -> HttpResponse:
     are read."""
     form = TableSearchForm(request.GET)
     query = form.cleaned_data["q"] if form.is_valid() else ""
-    catalogs, refs = selectors.all_table_refs(query=query)
+    readable = permissions.readable_catalogs(
+        user=request.user, names=[c.name for c in selectors.catalog_list()])
+    catalogs, refs = selectors.all_table_refs(query=query, only=readable)
     page = Paginator(refs, settings.FLOE_PAGE_SIZE).get_page(request.GET.get("page"))
     rows = selectors.table_rows(refs=page.object_list)
     return render(

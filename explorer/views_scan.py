@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET
 
 from explorer import selectors
 from explorer import selectors_scan as scan
-from explorer.auth import read_access_required
+from explorer.auth import expensive_read, read_access_required
 from floe.errors import ValidationError
 from floe.partition_stats import size_histogram
 from floe.table import Table
@@ -123,6 +123,7 @@ class _LazyCount:
 
 @require_GET
 @read_access_required
+@expensive_read("the scan plan")
 def plan(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpResponse:
     t = _open(catalog, ns, table)
     form = {k: request.GET.get(k, "") for k in ("snapshot", "ref", "filter")}
@@ -163,6 +164,7 @@ def plan(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpRespons
 
 @require_GET
 @read_access_required
+@expensive_read("the preview")
 def preview(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpResponse:
     t = _open(catalog, ns, table)
     form = {k: request.GET.get(k, "") for k in ("snapshot", "as_of", "ref", "filter", "columns",

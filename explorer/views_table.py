@@ -19,6 +19,8 @@ from django.views.decorators.http import require_GET
 from explorer import selectors
 from explorer import selectors_table as st
 from explorer.auth import read_access_required
+from explorer.models import TaskRun
+from explorer.selectors_audit import task_runs
 from floe.errors import ValidationError
 from floe.table import Table
 
@@ -49,9 +51,11 @@ def table_overview(request: HttpRequest, catalog: str, ns: str, table: str) -> H
     t = _open(catalog, ns, table)
     timeline = st.snapshot_timeline(table=t)
     url = reverse("table:snapshot", kwargs={"catalog": catalog, "ns": ns, "table": table, "snapshot_id": 0})
+    running = task_runs(user=request.user, catalog=catalog, namespace=ns, table=table).filter(
+        state__in=(TaskRun.State.QUEUED, TaskRun.State.RUNNING))[:20]
     return render(request, "explorer/table_overview.html", _context(
         t, overview=st.table_overview(table=t), health=st.table_health_get(table=t),
-        timeline=timeline, snapshot_url=url.replace("/0/", "/{id}/"),
+        timeline=timeline, snapshot_url=url.replace("/0/", "/{id}/"), running=list(running),
     ))
 
 

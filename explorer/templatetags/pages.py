@@ -15,3 +15,19 @@ def page_url(context: dict[str, Any], param: str, number: int) -> str:
     query = context["request"].GET.copy()
     query[param] = str(number)
     return "?" + query.urlencode()
+
+
+@register.simple_tag
+def field_value(values: dict[str, dict[str, str]], kind: str, name: str) -> str:
+    """The value a form field of ``kind`` was posted with (to show it again), or ""."""
+    return (values or {}).get(kind, {}).get(name, "")
+
+
+@register.filter
+def ms_time(ms: int | None) -> str:
+    """Epoch milliseconds as ``YYYY-MM-DD HH:MM:SS`` UTC."""
+    import datetime as dt
+
+    if not ms:
+        return "—"
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S")

@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from jsonschema import Draft7Validator
 from rest_framework.test import APIClient
 
-from explorer.models import TaskRun
+from explorer.models import CatalogGrant, TaskRun
 
 pytestmark = pytest.mark.django_db
 
@@ -19,7 +19,9 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def api() -> APIClient:
     client = APIClient()
-    client.force_authenticate(User.objects.create_user("ada"))
+    ada = User.objects.create_user("ada")
+    CatalogGrant.objects.create(user=ada, catalog="*", role="admin")
+    client.force_authenticate(ada)
     return client
 
 
@@ -107,3 +109,23 @@ def test_the_schema_is_valid_openapi(openapi: dict[str, Any]) -> None:
     from drf_spectacular.validation import validate_schema
 
     validate_schema(openapi)
+
+
+def test_audit_grants_and_table_audit_match_the_schema(
+    api: APIClient, openapi: dict[str, Any], tmp_path: Path, settings  # type: ignore[no-untyped-def]
+) -> None:
+    from explorer.models import AuditEntry
+    from tests.explorer.tasks_support import make_table, user_with
+
+    settings.FLOE_WAREHOUSE = str(tmp_path)
+    make_table(tmp_path, "ns")
+    AuditEntry.objects.create(actor_name="ada", action="rollback", catalog="local",
+                              namespace="ns", table="events", outcome="failed", error="boom")
+    CatalogGrant.objects.create(user=user_with("bob"), catalog="local", role="viewer")
+    _assert_matches(openapi, "get", "/api/audit/", 200, api.get("/api/audit/").json())
+    _assert_matches(openapi, "get", "/api/grants/", 200, api.get("/api/grants/").json())
+    url = "/api/catalogs/local/namespaces/ns/tables/events/audit/"
+    _assert_matches(openapi, "get", url, 200, api.get(url).json())
+    created = api.post("/api/grants/", {"user": "bob", "catalog": "local", "role": "admin"},
+                       format="json")
+    _assert_matches(openapi, "post", "/api/grants/", 201, created.json())

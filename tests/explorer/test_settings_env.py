@@ -1,7 +1,7 @@
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from explorer.env import database_from_url, envbool, envint, envlist
+from explorer.env import database_from_url, envbool, envchoice, envfloat, envint, envlist
 
 
 @pytest.mark.parametrize(
@@ -32,6 +32,29 @@ def test_envint_bounds_and_garbage() -> None:
         envint("P", "8000", maximum=65535, environ={"P": "70000"})
     with pytest.raises(ImproperlyConfigured, match="below the minimum"):
         envint("P", "8000", minimum=1, environ={"P": "0"})
+
+
+def test_envfloat_bounds_and_garbage() -> None:
+    assert envfloat("S", "1", environ={}) == 1.0
+    assert envfloat("S", "1", environ={"S": " 0.25 "}) == 0.25
+    for raw, message in [("fast", "is not a number"), ("nan", "not a finite number"),
+                         ("inf", "not a finite number"), ("0.01", "below the minimum 0.05")]:
+        with pytest.raises(ImproperlyConfigured, match=message):
+            envfloat("S", "1", minimum=0.05, environ={"S": raw})
+
+
+def test_envchoice() -> None:
+    assert envchoice("R", "viewer", ("none", "viewer"), environ={"R": " NONE "}) == "none"
+    with pytest.raises(ImproperlyConfigured, match="R='admin' is not one of none, viewer"):
+        envchoice("R", "viewer", ("none", "viewer"), environ={"R": "admin"})
+
+
+def test_the_worker_runs_beat_for_the_reaper(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from explorer.run import worker_command
+
+    command = worker_command(tmp_path, 3)
+    assert "--beat" in command and "--concurrency=3" in command
+    assert f"--schedule={tmp_path / 'celerybeat-schedule'}" in command
 
 
 def test_envlist_drops_blanks() -> None:

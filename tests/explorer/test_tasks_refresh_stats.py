@@ -9,8 +9,10 @@ import pytest
 from django.contrib.auth.models import AnonymousUser, User
 
 from explorer import celery_app, services
-from explorer.models import TaskRun
+from explorer.errors import Forbidden
+from explorer.models import CatalogGrant, TaskRun
 from explorer.tasks import refresh_table_stats
+from floe.maintenance import Progress
 
 pytestmark = pytest.mark.django_db
 
@@ -26,8 +28,9 @@ def test_submit_enqueues_after_commit_and_the_task_totals_the_warehouse(
     warehouse: Path, eager_celery: None, django_capture_on_commit_callbacks  # type: ignore[no-untyped-def]
 ) -> None:
     user = User.objects.create_user("ada")
+    CatalogGrant.objects.create(user=user, catalog="local", role="maintainer")
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        run = services.task_run_submit(kind="refresh_table_stats", params={}, user=user)
+        run = services.task_submit(kind="refresh_table_stats", params={}, user=user)
     assert TaskRun.objects.get(pk=run.pk).state == TaskRun.State.QUEUED  # nothing ran yet
     assert len(callbacks) == 1
     callbacks[0]()
@@ -43,25 +46,40 @@ def test_submit_enqueues_after_commit_and_the_task_totals_the_warehouse(
 
 
 def test_a_namespace_param_limits_the_work(warehouse: Path, eager_celery: None, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    user = User.objects.create_superuser("root", "root@example.com", "pw")
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.task_run_submit(kind="refresh_table_stats", params={"namespace": "sales"}, user=AnonymousUser())
+        run = services.task_submit(kind="refresh_table_stats", params={"namespace": "sales"}, user=user)
     run.refresh_from_db()
-    assert run.created_by is None
+    assert run.created_by == user and run.namespace == "sales"
     assert (run.state, run.result["tables"], run.result["totals"]["records"]) == ("SUCCEEDED", 2, 157)
 
 
-def test_progress_is_written_while_running(warehouse: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    run = TaskRun.objects.create(kind="refresh_table_stats")
-    seen: list[int] = []
-    real = services.task_run_progress
+def test_anonymous_visitors_and_viewers_cannot_submit(warehouse: Path) -> None:
+    viewer = User.objects.create_user("vic")
+    for who in (AnonymousUser(), viewer):
+        with pytest.raises(Forbidden, match="maintainer"):
+            services.task_submit(kind="refresh_table_stats", params={}, user=who)
+    assert not TaskRun.objects.exists()
 
-    def spy(*, task_run_id: int, progress: int) -> None:
-        real(task_run_id=task_run_id, progress=progress)
-        seen.append(TaskRun.objects.get(pk=task_run_id).progress)
 
-    monkeypatch.setattr(services, "task_run_progress", spy)
+def test_progress_is_written_while_running(warehouse: Path, monkeypatch: pytest.MonkeyPatch, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.FLOE_TASK_HEARTBEAT_SECONDS = 0  # in-process: every report beats
+    run = TaskRun.objects.create(kind="refresh_table_stats", catalog="local")
+    seen: list[tuple[int, str, int, int | None]] = []
+    real = services.task_run_beat
+
+    def spy(*, task_run_id: int, progress: Progress | None = None) -> bool:
+        wanted = real(task_run_id=task_run_id, progress=progress)
+        row = TaskRun.objects.get(pk=task_run_id)
+        if progress is not None:
+            seen.append((row.progress, row.stage, row.progress_done, row.progress_total))
+        assert row.heartbeat_at is not None
+        return wanted
+
+    monkeypatch.setattr(services, "task_run_beat", spy)
     refresh_table_stats(run.pk)
-    assert seen == [20, 40, 60, 80, 99]  # 100 only together with SUCCEEDED
+    assert [s[0] for s in seen] == [20, 40, 60, 80, 99]  # 100 only together with SUCCEEDED
+    assert seen[-1][1:] == ("reading tables", 5, 5)
     run.refresh_from_db()
     assert (run.state, run.progress) == ("SUCCEEDED", 100)
 
@@ -82,7 +100,7 @@ def test_a_missing_row_is_ignored() -> None:
 
 
 def test_a_failure_is_recorded_on_the_row(warehouse: Path) -> None:
-    run = TaskRun.objects.create(kind="refresh_table_stats", params={"namespace": "nope"})
+    run = TaskRun.objects.create(kind="refresh_table_stats", catalog="local", params={"namespace": "nope"})
     refresh_table_stats(run.pk)
     run.refresh_from_db()
     assert run.state == "FAILED" and run.finished_at is not None

@@ -1,0 +1,234 @@
+"""Previews of changes, before they are queued: what a schema / partition / sort-order change
+makes of the table (with the compatibility verdict), which files a delete removes or rewrites
+and how many rows it deletes (an estimate), which file groups a compaction rewrites and on
+which engine. Nothing is written.
+
+Each takes the :class:`floe.table.Table` of :func:`explorer.selectors.table_load` and the task's
+validated parameters (:mod:`explorer.task_kinds`), so a preview and the run it precedes read
+the same parameters the same way. Lists are capped (:data:`LIST_CAP`) and come with counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.conf import settings
+
+from floe.cli_evolve import CHANGES as EVOLVE_CHANGES
+from floe.errors import ValidationError
+from floe.maintenance.compaction_plan import CompactionPlan, plan_compaction
+from floe.table import Table
+from floe.table.row_level import plan_delete
+from floe.table.transaction import Transaction
+
+__all__ = [
+    "LIST_CAP",
+    "EVOLVE_OPS",
+    "capped",
+    "evolve_stage",
+    "schema_change_preview",
+    "delete_preview",
+    "compaction_preview",
+    "compaction_engine",
+    "spark_compaction_available",
+]
+
+#: Paths listed at most in a preview or a task result (the counts are always complete).
+LIST_CAP = 200
+#: Groups listed at most in a compaction preview, and input files per group.
+GROUP_CAP = 100
+GROUP_FILES_CAP = 20
+
+# An evolve change is one of ``floe evolve``'s sub-commands (floe.cli_evolve.CHANGES) as a
+# JSON object: {"op": "add-column", "path": "point.z", "type": "double", "after": "y"}.
+# Per op: the fields that are the sub-command's arguments, in order, and the fields that are
+# its options.
+_MOVE = {"first": "--first", "before": "--before", "after": "--after"}
+EVOLVE_OPS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
+    "add-column": (("path", "type"), {"doc": "--doc", "required": "--required", **_MOVE}),
+    "drop-column": (("path",), {}),
+    "rename-column": (("path", "new_name"), {}),
+    "promote": (("path", "type"), {}),
+    "move-column": (("path",), _MOVE),
+    "make-optional": (("path",), {}),
+    "require-column": (("path",), {}),
+    "update-doc": (("path", "doc"), {}),
+    "set-identifier-fields": (("paths",), {}),
+    "add-partition-field": (("term",), {"name": "--name"}),
+    "drop-partition-field": (("field",), {}),
+    "rename-partition-field": (("field", "new_name"), {}),
+    "sort-order": (("order",), {}),
+}
+assert set(EVOLVE_OPS) == set(EVOLVE_CHANGES), "evolve ops must be floe evolve's sub-commands"
+
+
+def capped(items: Sequence[Any], cap: int = LIST_CAP) -> dict[str, Any]:
+    """``{"count": n, "items": first cap, "truncated": bool}`` for a list in a small JSON."""
+    return {"count": len(items), "items": list(items[:cap]), "truncated": len(items) > cap}
+
+
+# --- schema, partition spec, sort order -----------------------------------------------------------
+
+
+def _cli_tokens(change: Mapping[str, Any]) -> tuple[str, list[str], dict[str, str | None]]:
+    """One JSON change as floe evolve's (sub-command, arguments, options)."""
+    op = change["op"]
+    positional, options = EVOLVE_OPS[op]
+    args = []
+    for name in positional:
+        value = change[name]
+        args.append(",".join(value) if isinstance(value, list) else str(value))
+    opts: dict[str, str | None] = {}
+    for name, flag in options.items():
+        value = change.get(name)
+        if value is None or value is False:
+            continue
+        takes_value = EVOLVE_CHANGES[op].options[flag]
+        opts[flag] = str(value) if takes_value else None
+    return op, args, opts
+
+
+def evolve_stage(txn: Transaction, *, changes: Sequence[Mapping[str, Any]],
+                 allow_incompatible: bool = False) -> dict[str, Any]:
+    """Stage ``changes`` into ``txn`` the way ``floe evolve`` does (schema, then partition
+    spec, then sort order, so a partition field can use a column added by the same change);
+    returns the builders by kind ("schema", "spec", "order"). Invalid changes raise
+    ValidationError naming the column."""
+    tokens = [_cli_tokens(c) for c in changes]
+    builders: dict[str, Any] = {}
+    for kind in ("schema", "spec", "order"):
+        mine = [t for t in tokens if EVOLVE_CHANGES[t[0]].kind == kind]
+        if not mine:
+            continue
+        if kind == "schema":
+            builder: Any = txn.update_schema(allow_incompatible=allow_incompatible)
+        elif kind == "spec":
+            builder = txn.update_spec()
+        else:
+            builder = txn.replace_sort_order()
+        for op, args, opts in mine:
+            EVOLVE_CHANGES[op].apply(builder, args, opts)
+        builder.commit()  # stages into txn; nothing is written until txn.commit()
+        builders[kind] = builder
+    return builders
+
+
+def schema_change_preview(*, table: Table, changes: Sequence[Mapping[str, Any]],
+                          allow_incompatible: bool = False) -> dict[str, Any]:
+    """The schema, partition spec and sort order the changes would make, each change in one
+    line with whether data written before it still reads correctly (``compatible``), and the
+    verdict for all of them. Invalid changes raise ValidationError (a change Java refuses is
+    refused; an incompatible one only with ``allow_incompatible``)."""
+    builders = evolve_stage(table.new_transaction(), changes=changes,
+                            allow_incompatible=allow_incompatible)
+    out: dict[str, Any] = {
+        "metadata_location": table.metadata_location,
+        "current": {"schema": table.schema().to_json(), "partition_spec": table.spec().to_json(),
+                    "sort_order": table.sort_order().to_json()},
+        "schema": None, "partition_spec": None, "sort_order": None, "schema_changes": [],
+    }
+    if "schema" in builders:
+        out["schema"] = builders["schema"].apply().to_json()
+        out["schema_changes"] = [
+            {"kind": c.kind, "column": c.column, "description": c.description,
+             "compatible": c.compatible}
+            for c in builders["schema"].describe_changes()]
+    if "spec" in builders:
+        out["partition_spec"] = builders["spec"].apply().to_json()
+    if "order" in builders:
+        out["sort_order"] = builders["order"].apply().to_json()
+    out["compatible"] = all(c["compatible"] for c in out["schema_changes"])
+    return out
+
+
+# --- delete ---------------------------------------------------------------------------------------
+
+
+def delete_preview(*, table: Table, filter: str, mode: str | None = None,  # noqa: A002
+                   branch: str = "main") -> dict[str, Any]:
+    """The files a delete removes whole and those it rewrites (copy-on-write) or gives
+    position deletes (merge-on-read), and an estimated row count (every row of the files
+    removed whole plus half of those of the partly matching ones)."""
+    plan = plan_delete(table.io, table.metadata, filter, mode=mode, branch=branch)
+    doc = plan.to_json()
+    return {
+        "metadata_location": table.metadata_location,
+        "mode": doc["mode"], "branch": doc["branch"], "snapshot_id": doc["snapshot_id"],
+        "filter": doc["row_filter"], "metadata_only": doc["metadata_only"],
+        "matches_nothing": plan.matches_nothing,
+        "removed_files": capped(doc["removed_files"]),
+        "partial_files": capped(doc["partial_files"]),
+        "removed_delete_files": capped(doc["removed_delete_files"]),
+        "rows_in_removed_files": doc["rows_in_removed_files"],
+        "rows_in_partial_files": doc["rows_in_partial_files"],
+        "estimated_deleted_rows": doc["estimated_deleted_rows"],
+    }
+
+
+# --- compaction -----------------------------------------------------------------------------------
+
+
+def spark_compaction_available() -> bool:
+    """Whether ``floe.spark.compaction`` (and PySpark under it) can be imported here."""
+    try:
+        import floe.spark.compaction  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def compaction_engine(*, engine: str, input_bytes: int) -> tuple[str, str]:
+    """The engine a compaction runs on, and why: ``local`` or ``spark`` as asked; ``auto``
+    is Spark when the plan's input exceeds FLOE_COMPACTION_SPARK_MIN_BYTES and Spark is
+    available, else local."""
+    threshold = settings.FLOE_COMPACTION_SPARK_MIN_BYTES
+    if engine == "local":
+        return "local", "engine local was asked for"
+    if engine == "spark":
+        if not spark_compaction_available():
+            raise ValidationError("engine spark was asked for but floe.spark.compaction "
+                                  "(PySpark) cannot be imported on this server")
+        return "spark", "engine spark was asked for"
+    if input_bytes <= threshold:
+        return "local", (f"the input ({input_bytes:,} bytes) is at most "
+                         f"FLOE_COMPACTION_SPARK_MIN_BYTES ({threshold:,})")
+    if not spark_compaction_available():
+        return "local", (f"the input ({input_bytes:,} bytes) exceeds "
+                         f"FLOE_COMPACTION_SPARK_MIN_BYTES ({threshold:,}) but Spark is not "
+                         "available here")
+    return "spark", (f"the input ({input_bytes:,} bytes) exceeds "
+                     f"FLOE_COMPACTION_SPARK_MIN_BYTES ({threshold:,})")
+
+
+def compaction_plan(*, table: Table, params: Mapping[str, Any]) -> CompactionPlan:
+    """The plan of a compaction task's parameters (a preview shows it, the task runs it)."""
+    return plan_compaction(
+        table, filter=params.get("filter"), strategy=params.get("strategy") or "binpack",
+        sort_order=params.get("sort_order"), options=params.get("options") or {},
+        branch=params.get("branch") or "main")
+
+
+def compaction_preview(*, table: Table, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The file groups a compaction would rewrite (input files and bytes, expected output
+    files) and the engine it would run on."""
+    plan = compaction_plan(table=table, params=params)
+    doc = plan.to_json()
+    engine, why = compaction_engine(engine=params.get("engine") or "auto",
+                                    input_bytes=doc["rewritten_bytes"])
+    groups = []
+    for g in doc["groups"][:GROUP_CAP]:
+        files = g.pop("input_files")
+        g["input_files"] = capped([f["file_path"] for f in files], GROUP_FILES_CAP)
+        groups.append(g)
+    return {
+        "metadata_location": table.metadata_location,
+        "engine": engine, "engine_reason": why,
+        **{k: doc[k] for k in ("branch", "strategy", "sort_order", "filter",
+                               "starting_snapshot_id", "options", "total_group_count",
+                               "rewritten_files_count", "rewritten_bytes",
+                               "expected_output_files", "note")},
+        "group_count": len(doc["groups"]),
+        "groups": groups,
+        "groups_truncated": len(doc["groups"]) > GROUP_CAP,
+    }

@@ -1,0 +1,615 @@
+"""The kinds of task and their parameters: one :class:`KindSpec` per
+:class:`explorer.models.TaskRun.Kind`, and :func:`params_validate`, which every submission goes
+through (pages and API alike) BEFORE anything is queued.
+
+Parameters are a JSON object. Table kinds name their table with ``catalog`` (default
+``local``), ``namespace`` (levels joined by ``.``) and ``table``; the names pass the same
+checks as the pages' URLs (:class:`floe.catalog.base.TableIdentifier`: no ``..``, ``/``, ``\\``,
+NUL, leading ``.`` or empty levels) and the table must exist. Unknown parameters, a missing or
+mistyped one, a filter that does not bind, an unknown column, a change Java would refuse: each
+is :class:`explorer.errors.TaskParamsInvalid` (400) naming the parameter. The validated
+parameters (types normalised, defaults filled in) are what the run stores and executes.
+
+Kinds and their parameters (besides the table):
+
+==============================  ===============================================================
+``refresh_table_stats``         ``catalog``, ``namespace`` (optional): totals of every table
+``rollback``                    ``snapshot_id`` or ``timestamp_ms`` (an ancestor of main)
+``set_current``                 ``snapshot_id``
+``cherry_pick``                 ``snapshot_id``
+``branch_create``               ``name``, ``snapshot_id``?, ``min_snapshots_to_keep``?,
+                                ``max_snapshot_age_ms``?, ``max_ref_age_ms``?
+``branch_replace``              ``name``, ``snapshot_id``
+``branch_rename``               ``name``, ``new_name``
+``branch_remove``               ``name``
+``branch_fast_forward``         ``name``, ``to`` (a ref that descends from the branch)
+``tag_create``                  ``name``, ``snapshot_id``?, ``max_ref_age_ms``?
+``tag_replace``                 ``name``, ``snapshot_id``
+``tag_remove``                  ``name``
+``ref_retention``               ``name``, at least one of the three retention settings
+``evolve``                      ``changes`` (``floe evolve``'s sub-commands as objects, see
+                                :data:`explorer.selectors_changes.EVOLVE_OPS`),
+                                ``allow_incompatible``?
+``delete_rows``                 ``filter``, ``mode``? (copy-on-write / merge-on-read),
+                                ``branch``?
+``export``                      ``snapshot_id`` / ``as_of`` (ms or ISO-8601) / ``ref`` (one at
+                                most), ``filter``?, ``columns``?, ``format`` (parquet / csv)
+``expire_snapshots_dry_run``    ``older_than_ms``?, ``retain_last``?, ``snapshot_ids``?,
+                                ``clean_expired_metadata``?
+``expire_snapshots``            ``dry_run_task_id`` (the table is the dry run's)
+``remove_orphan_files_dry_run`` ``older_than_ms``?, ``force``? (a cutoff under a day)
+``remove_orphan_files``         ``dry_run_task_id``
+``compact``                     ``filter``?, ``strategy``? (binpack / sort), ``sort_order``?,
+                                ``options``? (Java's rewrite_data_files options),
+                                ``branch``?, ``engine``? (auto / local / spark)
+``rewrite_manifests``           ``spec_id``?, ``sort_by``?, ``target_size_bytes``?,
+                                ``branch``?
+==============================  ===============================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from explorer import selectors
+from explorer import selectors_scan as scan
+from explorer.catalogs import LOCAL_CATALOG, catalog_info
+from explorer.errors import TableChangedSinceDryRun, TaskParamsInvalid
+from explorer.models import TaskRun
+from explorer.selectors_changes import EVOLVE_OPS, compaction_engine, evolve_stage
+from floe.catalog.base import TableIdentifier, to_namespace
+from floe.errors import FloeError, NotFound, ValidationError
+from floe.expressions import bind, parse_filter
+from floe.maintenance.compaction_plan import STRATEGIES, parse_options
+from floe.maintenance.orphans import PREFIX_MISMATCH_MODES
+from floe.scan import select_snapshot
+from floe.sorting import parse_sort_by
+from floe.table import Table
+
+__all__ = ["KINDS", "KindSpec", "Validated", "kind_get", "params_validate", "submission_catalog"]
+
+K = TaskRun.Kind
+_MAX_TEXT = 4096
+_REF_NAME_MAX = 255
+DELETE_MODES = ("copy-on-write", "merge-on-read")
+ENGINES = ("auto", "local", "spark")
+
+
+@dataclass(frozen=True)
+class Validated:
+    """A submission that passed validation: the run's columns and normalised parameters."""
+
+    kind: str
+    params: dict[str, Any]
+    catalog: str
+    namespace: str = ""
+    table: str = ""
+    source_run: TaskRun | None = None
+
+
+class _Reader:
+    """Typed access to the raw parameters; every problem is TaskParamsInvalid naming the key.
+    Keys nobody read are refused by :meth:`done`."""
+
+    def __init__(self, raw: Any) -> None:
+        if not isinstance(raw, Mapping):
+            raise TaskParamsInvalid("params", "params must be a JSON object")
+        self.raw = raw
+        self.read: set[str] = set()
+        self.out: dict[str, Any] = {}
+
+    def _get(self, key: str, required: bool) -> Any:
+        self.read.add(key)
+        value = self.raw.get(key)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            if required:
+                raise TaskParamsInvalid(key, f"{key} is required")
+            return None
+        return value
+
+    def text(self, key: str, *, required: bool = False, default: str | None = None,
+             choices: tuple[str, ...] | None = None, max_length: int = _MAX_TEXT) -> str | None:
+        value = self._get(key, required)
+        if value is None:
+            self.out[key] = default
+            return default
+        if not isinstance(value, str):
+            raise TaskParamsInvalid(key, f"{key} must be a string, not {type(value).__name__}")
+        value = value.strip()
+        if len(value) > max_length:
+            raise TaskParamsInvalid(key, f"{key} is longer than {max_length} characters")
+        if choices is not None:
+            value = value.lower()
+            if value not in choices:
+                raise TaskParamsInvalid(key, f"{key} {value!r} is not one of "
+                                             f"{', '.join(choices)}")
+        self.out[key] = value
+        return value
+
+    def integer(self, key: str, *, required: bool = False, minimum: int | None = None
+                ) -> int | None:
+        value = self._get(key, required)
+        if value is None:
+            self.out[key] = None
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise TaskParamsInvalid(key, f"{key} must be an integer")
+        try:
+            number = int(value)
+        except ValueError:
+            raise TaskParamsInvalid(key, f"{key} {value!r} is not an integer") from None
+        if minimum is not None and number < minimum:
+            raise TaskParamsInvalid(key, f"{key} must be at least {minimum}, not {number}")
+        self.out[key] = number
+        return number
+
+    def boolean(self, key: str, *, default: bool = False) -> bool:
+        value = self._get(key, False)
+        if value is None:
+            value = default
+        if not isinstance(value, bool):
+            raise TaskParamsInvalid(key, f"{key} must be true or false")
+        self.out[key] = value
+        return value
+
+    def ref_name(self, key: str, *, required: bool = True) -> str | None:
+        name = self.text(key, required=required, max_length=_REF_NAME_MAX)
+        if name is not None and any(ord(ch) < 32 for ch in name):
+            raise TaskParamsInvalid(key, f"{key} must not contain control characters")
+        return name
+
+    def int_list(self, key: str) -> list[int]:
+        value = self._get(key, False)
+        if value is None:
+            self.out[key] = []
+            return []
+        if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, int)
+                                              for v in value):
+            raise TaskParamsInvalid(key, f"{key} must be a list of integers")
+        self.out[key] = list(value)
+        return list(value)
+
+    def text_list(self, key: str) -> list[str] | None:
+        """A list of strings, or one comma-separated string."""
+        value = self._get(key, False)
+        if value is None:
+            self.out[key] = None
+            return None
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",")]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise TaskParamsInvalid(key, f"{key} must be a list of strings")
+        items = [v.strip() for v in value if v.strip()]
+        self.out[key] = items or None
+        return items or None
+
+    def done(self) -> dict[str, Any]:
+        unknown = sorted(set(self.raw) - self.read)
+        if unknown:
+            raise TaskParamsInvalid(unknown[0], f"unknown parameter {unknown[0]!r}")
+        return self.out
+
+
+def _invalid(key: str, exc: FloeError) -> TaskParamsInvalid:
+    return TaskParamsInvalid(key, str(exc))
+
+
+# --- the table a kind works on --------------------------------------------------------------------
+
+
+def _catalog(r: _Reader) -> str:
+    name = r.text("catalog", default=LOCAL_CATALOG, max_length=255)
+    assert name is not None
+    try:
+        catalog_info(name)
+    except NotFound as exc:
+        raise _invalid("catalog", exc) from None
+    return name
+
+
+def _table(r: _Reader) -> tuple[str, str, str, Table]:
+    """(catalog, namespace, table, the loaded table): names checked as the pages check them,
+    then the table opened (it must exist)."""
+    catalog = _catalog(r)
+    namespace = r.text("namespace", required=True, max_length=255)
+    name = r.text("table", required=True, max_length=255)
+    assert namespace is not None and name is not None
+    try:
+        ns = to_namespace(namespace)
+    except ValidationError as exc:
+        raise _invalid("namespace", exc) from None
+    try:
+        TableIdentifier(ns, name)
+    except ValidationError as exc:
+        raise _invalid("table", exc) from None
+    try:
+        table = selectors.table_load(catalog=catalog, namespace=namespace, name=name)
+    except NotFound as exc:
+        raise _invalid("table", exc) from None
+    return catalog, namespace, name, table
+
+
+def _snapshot(r: _Reader, table: Table, key: str = "snapshot_id", *, required: bool = True
+              ) -> int | None:
+    sid = r.integer(key, required=required)
+    if sid is not None and table.snapshot_by_id(sid) is None:
+        raise TaskParamsInvalid(key, f"snapshot {sid} does not exist in table "
+                                     f"{table.identifier}")
+    return sid
+
+
+def _ref(r: _Reader, table: Table, key: str, *, kind: str | None = None) -> str:
+    name = r.ref_name(key)
+    assert name is not None
+    ref = table.metadata.refs.get(name)
+    if ref is None:
+        raise TaskParamsInvalid(key, f"table {table.identifier} has no "
+                                     f"{kind or 'branch or tag'} named {name!r}")
+    if kind is not None and str(ref.ref_type) != kind:
+        raise TaskParamsInvalid(key, f"{name!r} is a {ref.ref_type}, not a {kind}")
+    return name
+
+
+def _new_ref(r: _Reader, table: Table, key: str) -> str:
+    name = r.ref_name(key)
+    assert name is not None
+    if name in table.metadata.refs:
+        raise TaskParamsInvalid(key, f"table {table.identifier} already has a "
+                                     f"{table.metadata.refs[name].ref_type} named {name!r}")
+    return name
+
+
+def _filter(r: _Reader, table: Table, *, required: bool = False) -> str | None:
+    text = r.text("filter", required=required)
+    if text is None:
+        return None
+    try:
+        bind(table.schema(), parse_filter(text))
+    except ValidationError as exc:
+        raise _invalid("filter", exc) from None
+    return text
+
+
+# --- one parser per kind: (reader, table) -> extra checks -----------------------------------------
+
+
+def _p_rollback(r: _Reader, t: Table) -> None:
+    sid = _snapshot(r, t, required=False)
+    ts = r.integer("timestamp_ms", minimum=0)
+    if (sid is None) == (ts is None):
+        raise TaskParamsInvalid("snapshot_id", "give either snapshot_id or timestamp_ms")
+
+
+def _p_snapshot(r: _Reader, t: Table) -> None:
+    _snapshot(r, t)
+
+
+def _retention(r: _Reader, *, tag: bool = False) -> int:
+    given = 0
+    keys = ("max_ref_age_ms",) if tag else ("min_snapshots_to_keep", "max_snapshot_age_ms",
+                                             "max_ref_age_ms")
+    for key in keys:
+        given += r.integer(key, minimum=1) is not None
+    return given
+
+
+def _p_branch_create(r: _Reader, t: Table) -> None:
+    _new_ref(r, t, "name")
+    _snapshot(r, t, required=False)
+    _retention(r)
+
+
+def _p_tag_create(r: _Reader, t: Table) -> None:
+    _new_ref(r, t, "name")
+    _snapshot(r, t, required=False)
+    _retention(r, tag=True)
+
+
+def _p_ref_replace(kind: str) -> Callable[[_Reader, Table], None]:
+    def parse(r: _Reader, t: Table) -> None:
+        _ref(r, t, "name", kind=kind)
+        _snapshot(r, t)
+    return parse
+
+
+def _p_ref_remove(kind: str) -> Callable[[_Reader, Table], None]:
+    def parse(r: _Reader, t: Table) -> None:
+        name = _ref(r, t, "name", kind=kind)
+        if name == "main":
+            raise TaskParamsInvalid("name", "the main branch cannot be removed")
+    return parse
+
+
+def _p_branch_rename(r: _Reader, t: Table) -> None:
+    if _ref(r, t, "name", kind="branch") == "main":
+        raise TaskParamsInvalid("name", "the main branch cannot be renamed")
+    _new_ref(r, t, "new_name")
+
+
+def _p_fast_forward(r: _Reader, t: Table) -> None:
+    _ref(r, t, "name", kind="branch")
+    _ref(r, t, "to")
+
+
+def _p_retention(r: _Reader, t: Table) -> None:
+    name = _ref(r, t, "name")
+    tag = str(t.metadata.refs[name].ref_type) == "tag"
+    if not _retention(r, tag=tag):
+        raise TaskParamsInvalid("max_ref_age_ms" if tag else "min_snapshots_to_keep",
+                                "give at least one retention setting")
+
+
+def _evolve_changes(r: _Reader) -> list[dict[str, Any]]:
+    r.read.add("changes")
+    raw = r.raw.get("changes")
+    if not isinstance(raw, list) or not raw:
+        raise TaskParamsInvalid("changes", "changes must be a non-empty list of changes, each "
+                                           f"an object with an op: {', '.join(EVOLVE_OPS)}")
+    changes = []
+    for i, change in enumerate(raw):
+        where = f"changes[{i}]"
+        if not isinstance(change, Mapping) or change.get("op") not in EVOLVE_OPS:
+            raise TaskParamsInvalid("changes", f"{where}: an object whose op is one of "
+                                               f"{', '.join(EVOLVE_OPS)}")
+        positional, options = EVOLVE_OPS[change["op"]]
+        unknown = sorted(set(change) - {"op", *positional, *options})
+        if unknown:
+            raise TaskParamsInvalid("changes", f"{where}: unknown field {unknown[0]!r} for "
+                                               f"{change['op']}")
+        for name in positional:
+            value = change.get(name)
+            ok = (isinstance(value, list) and value and all(isinstance(v, str) for v in value)
+                  ) if name == "paths" else (isinstance(value, str) and value.strip() != "")
+            if not ok:
+                raise TaskParamsInvalid("changes", f"{where}: {change['op']} needs {name}")
+        for name in options:
+            value = change.get(name)
+            if value is not None and not isinstance(value, str | bool):
+                raise TaskParamsInvalid("changes", f"{where}: {name} must be a string or a "
+                                                   "boolean")
+        changes.append(dict(change))
+    return changes
+
+
+def _p_evolve(r: _Reader, t: Table) -> None:
+    changes = _evolve_changes(r)
+    allow = r.boolean("allow_incompatible")
+    r.out["changes"] = changes
+    try:  # staged on a transaction that is never committed: the same checks the run makes
+        evolve_stage(t.new_transaction(), changes=changes, allow_incompatible=allow)
+    except ValidationError as exc:
+        raise _invalid("changes", exc) from None
+
+
+def _p_delete(r: _Reader, t: Table) -> None:
+    _filter(r, t, required=True)
+    r.text("mode", choices=DELETE_MODES)
+    branch = r.ref_name("branch", required=False) or "main"
+    r.out["branch"] = branch
+
+
+def _p_export(r: _Reader, t: Table) -> None:
+    snapshot = r.integer("snapshot_id")
+    as_of_raw = r._get("as_of", False)
+    if isinstance(as_of_raw, bool) or (as_of_raw is not None
+                                       and not isinstance(as_of_raw, int | str)):
+        raise TaskParamsInvalid("as_of", "as_of must be epoch milliseconds or an ISO-8601 time")
+    ref = r.ref_name("ref", required=False)
+    try:
+        selection = scan.selection_parse(
+            snapshot=None if snapshot is None else str(snapshot),
+            as_of=None if as_of_raw is None else str(as_of_raw), ref=ref)
+        # resolves the state now: an unknown snapshot or ref, or a time before the table
+        select_snapshot(t.metadata, selection.snapshot_id, selection.as_of_ms,
+                             selection.ref)
+    except (ValidationError, NotFound) as exc:
+        key = "ref" if ref else "as_of" if as_of_raw is not None else "snapshot_id"
+        raise _invalid(key, exc) from None
+    r.out["as_of"] = selection.as_of_ms
+    text = r.text("filter")
+    try:
+        r.out["filter"] = scan.filter_check(table=t, selection=selection, text=text or "")
+    except ValidationError as exc:
+        raise _invalid("filter", exc) from None
+    columns = r.text_list("columns")
+    try:
+        r.out["columns"] = scan.columns_parse(table=t, selection=selection,
+                                              text=",".join(columns or []))
+    except ValidationError as exc:
+        raise _invalid("columns", exc) from None
+    r.text("format", default="parquet", choices=scan.EXPORT_FORMATS)
+
+
+def _p_expire_dry_run(r: _Reader, t: Table) -> None:
+    r.integer("older_than_ms", minimum=0)
+    r.integer("retain_last", minimum=1)
+    r.int_list("snapshot_ids")
+    r.boolean("clean_expired_metadata")
+
+
+def _p_orphans_dry_run(r: _Reader, t: Table) -> None:
+    r.integer("older_than_ms", minimum=0)
+    r.boolean("force")
+    r.text("prefix_mismatch_mode", default="error", choices=PREFIX_MISMATCH_MODES)
+
+
+def _p_compact(r: _Reader, t: Table) -> None:
+    _filter(r, t)
+    strategy = r.text("strategy", default="binpack", choices=STRATEGIES)
+    order = r.text("sort_order")
+    r.read.add("options")
+    options = r.raw.get("options") or {}
+    if not isinstance(options, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str | int | bool) for k, v in options.items()):
+        raise TaskParamsInvalid("options", "options must be an object of option names to "
+                                           "values (Java's rewrite_data_files options)")
+    options = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in options.items()}
+    r.out["options"] = options
+    try:
+        parse_options(t.metadata, options, strategy=strategy or "binpack")
+    except ValidationError as exc:
+        raise _invalid("options", exc) from None
+    if order is not None:
+        try:
+            parse_sort_by(order, t.schema())
+        except ValidationError as exc:
+            raise _invalid("sort_order", exc) from None
+    r.out["branch"] = r.ref_name("branch", required=False) or "main"
+    engine = r.text("engine", default="auto", choices=ENGINES)
+    if engine == "spark":
+        try:
+            compaction_engine(engine="spark", input_bytes=0)
+        except ValidationError as exc:
+            raise _invalid("engine", exc) from None
+
+
+def _p_rewrite_manifests(r: _Reader, t: Table) -> None:
+    spec_id = r.integer("spec_id", minimum=0)
+    if spec_id is not None and spec_id not in {s.spec_id for s in t.metadata.partition_specs}:
+        raise TaskParamsInvalid("spec_id", f"table {t.identifier} has no partition spec "
+                                           f"{spec_id}")
+    r.text_list("sort_by")
+    r.integer("target_size_bytes", minimum=1)
+    r.out["branch"] = r.ref_name("branch", required=False) or "main"
+
+
+# --- kinds ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    """What the explorer knows about a kind of task.
+
+    ``changes_table``: runs are recorded in the audit trail; ``retry_on_conflict``: a
+    CommitConflict runs it again (kinds that plan afresh on every run; a rollback must not
+    be retried over a commit it did not see); ``expensive_read``: counted by the rate limit;
+    ``dry_run_of``: a confirm kind executes a dry run of that kind.
+    """
+
+    kind: str
+    parse: Callable[[_Reader, Table], None] | None
+    changes_table: bool = True
+    retry_on_conflict: bool = False
+    expensive_read: bool = False
+    dry_run_of: str | None = None
+    preview: bool = False
+    table_scoped: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return str(K(self.kind).label)
+
+
+KINDS: dict[str, KindSpec] = {s.kind: s for s in (
+    KindSpec(K.REFRESH_TABLE_STATS, None, changes_table=False, table_scoped=False),
+    KindSpec(K.ROLLBACK, _p_rollback),
+    KindSpec(K.SET_CURRENT, _p_snapshot),
+    KindSpec(K.CHERRY_PICK, _p_snapshot),
+    KindSpec(K.BRANCH_CREATE, _p_branch_create),
+    KindSpec(K.BRANCH_REPLACE, _p_ref_replace("branch")),
+    KindSpec(K.BRANCH_RENAME, _p_branch_rename),
+    KindSpec(K.BRANCH_REMOVE, _p_ref_remove("branch")),
+    KindSpec(K.BRANCH_FAST_FORWARD, _p_fast_forward),
+    KindSpec(K.TAG_CREATE, _p_tag_create),
+    KindSpec(K.TAG_REPLACE, _p_ref_replace("tag")),
+    KindSpec(K.TAG_REMOVE, _p_ref_remove("tag")),
+    KindSpec(K.REF_RETENTION, _p_retention),
+    KindSpec(K.EVOLVE, _p_evolve, preview=True),
+    KindSpec(K.DELETE_ROWS, _p_delete, retry_on_conflict=True, preview=True),
+    KindSpec(K.EXPORT, _p_export, changes_table=False, expensive_read=True),
+    KindSpec(K.EXPIRE_DRY_RUN, _p_expire_dry_run, changes_table=False),
+    KindSpec(K.EXPIRE, None, dry_run_of=K.EXPIRE_DRY_RUN),
+    KindSpec(K.ORPHANS_DRY_RUN, _p_orphans_dry_run, changes_table=False),
+    KindSpec(K.ORPHANS, None, dry_run_of=K.ORPHANS_DRY_RUN),
+    KindSpec(K.COMPACT, _p_compact, retry_on_conflict=True, preview=True),
+    KindSpec(K.REWRITE_MANIFESTS, _p_rewrite_manifests, retry_on_conflict=True),
+)}
+assert set(KINDS) == set(K.values), "every TaskRun.Kind needs a KindSpec"
+
+
+def kind_get(kind: Any) -> KindSpec:
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise TaskParamsInvalid("kind", f"unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
+    return KINDS[kind]
+
+
+def _refresh_stats(raw: Any) -> Validated:
+    r = _Reader(raw)
+    catalog = _catalog(r)
+    namespace = r.text("namespace", max_length=255)
+    if namespace is not None:
+        try:
+            to_namespace(namespace)
+        except ValidationError as exc:
+            raise _invalid("namespace", exc) from None
+    return Validated(K.REFRESH_TABLE_STATS, r.done(), catalog, namespace or "")
+
+
+def _confirm(spec: KindSpec, raw: Any) -> Validated:
+    """A confirm step: the dry run it executes must be a finished dry run of the right kind,
+    not confirmed yet, on a table still at the metadata file it planned from."""
+    r = _Reader(raw)
+    run_id = r.integer("dry_run_task_id", required=True)
+    for key in ("catalog", "namespace", "table"):  # optional, but must match when given
+        r.text(key, max_length=255)
+    params = r.done()
+    dry = TaskRun.objects.filter(pk=run_id).first()
+    if dry is None or dry.kind != spec.dry_run_of:
+        raise TaskParamsInvalid("dry_run_task_id", f"task run {run_id} is not a "
+                                                   f"{spec.dry_run_of} run")
+    if dry.state != TaskRun.State.SUCCEEDED or not dry.result:
+        raise TaskParamsInvalid("dry_run_task_id", f"dry run {run_id} has not succeeded "
+                                                   f"(it is {dry.state})")
+    for key in ("catalog", "namespace", "table"):
+        if params[key] is not None and params[key] != getattr(dry, key):
+            raise TaskParamsInvalid(key, f"dry run {run_id} is for "
+                                         f"{dry.catalog}:{dry.identifier}, not this {key}")
+    taken = dry.confirmations.exclude(state__in=(TaskRun.State.FAILED, TaskRun.State.CANCELLED))
+    if taken.exists():
+        raise TaskParamsInvalid("dry_run_task_id", f"dry run {run_id} was already confirmed "
+                                                   f"(task run {taken.first().pk})")  # type: ignore[union-attr]
+    table = selectors.table_load(catalog=dry.catalog, namespace=dry.namespace, name=dry.table)
+    planned = dry.result.get("metadata_location")
+    if table.metadata_location != planned:
+        raise TableChangedSinceDryRun(
+            f"table {dry.identifier} changed since dry run {run_id} (it planned from "
+            f"{planned}, the table is now at {table.metadata_location}); run the dry run "
+            "again")
+    return Validated(spec.kind, {"dry_run_task_id": run_id}, dry.catalog, dry.namespace,
+                     dry.table, source_run=dry)
+
+
+def submission_catalog(*, kind: str, params: Any) -> str:
+    """The catalog a submission acts on, known before anything else is checked (so that a
+    user without a role there learns nothing more about it): ``catalog`` (default
+    ``local``), or for a confirm step its dry run's."""
+    spec = kind_get(kind)
+    if not isinstance(params, Mapping):
+        return LOCAL_CATALOG
+    if spec.dry_run_of is not None:
+        dry = TaskRun.objects.filter(pk=params.get("dry_run_task_id")).values_list(
+            "catalog", flat=True).first() if isinstance(params.get("dry_run_task_id"), int) \
+            else None
+        return dry or LOCAL_CATALOG
+    catalog = params.get("catalog")
+    return catalog if isinstance(catalog, str) and catalog.strip() else LOCAL_CATALOG
+
+
+def params_validate(*, kind: Any, params: Any) -> Validated:
+    """Check a submission; TaskParamsInvalid (400) naming the parameter, or (for a confirm
+    whose table moved) TableChangedSinceDryRun (409)."""
+    spec = kind_get(kind)
+    if params is None:
+        params = {}
+    if spec.kind == K.REFRESH_TABLE_STATS:
+        return _refresh_stats(params)
+    if spec.dry_run_of is not None:
+        return _confirm(spec, params)
+    r = _Reader(params)
+    catalog, namespace, name, table = _table(r)
+    assert spec.parse is not None
+    spec.parse(r, table)
+    return Validated(spec.kind, r.done(), catalog, namespace, name)

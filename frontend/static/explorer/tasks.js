@@ -1,0 +1,50 @@
+// Live task progress: every element with data-task-id whose data-state is QUEUED or RUNNING
+// polls its run in the JSON API (data-api) until it finishes, updating its state badge,
+// progress bar, percent and stage. An element with data-reload-on-finish reloads the page
+// when its run finishes (to show the result and the next steps).
+(function () {
+  "use strict";
+  var ACTIVE = { QUEUED: true, RUNNING: true };
+  var INTERVAL = 500;
+
+  function field(el, name) { return el.querySelector('[data-field="' + name + '"]'); }
+
+  function stageText(run) {
+    var text = run.stage || "";
+    if (run.progress_total) text += " " + run.progress_done + "/" + run.progress_total;
+    if (run.progress_detail) text += " · " + run.progress_detail;
+    return text;
+  }
+
+  function show(el, run) {
+    el.dataset.state = run.state;
+    var state = field(el, "state");
+    if (state) { state.textContent = run.state; state.className = "badge state-" + run.state.toLowerCase(); }
+    var bar = field(el, "progress");
+    if (bar) { bar.setAttribute("aria-valuenow", run.progress); bar.firstElementChild.style.width = run.progress + "%"; }
+    var pct = field(el, "percent");
+    if (pct) pct.textContent = run.progress + "%";
+    var stage = field(el, "stage");
+    if (stage) stage.textContent = stageText(run);
+    var error = field(el, "error");
+    if (error && run.error) error.textContent = run.error;
+  }
+
+  function poll(el) {
+    fetch(el.dataset.api, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (run) {
+        if (run) show(el, run);
+        if (run && !ACTIVE[run.state]) {
+          if (el.hasAttribute("data-reload-on-finish")) window.location.reload();
+          return;
+        }
+        setTimeout(function () { poll(el); }, INTERVAL);
+      })
+      .catch(function () { setTimeout(function () { poll(el); }, INTERVAL * 4); });
+  }
+
+  document.querySelectorAll("[data-task-id]").forEach(function (el) {
+    if (ACTIVE[el.dataset.state]) poll(el);
+  });
+})();

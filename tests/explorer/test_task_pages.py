@@ -1,0 +1,223 @@
+"""The pages that act (without a browser): a table's Actions page (forms for every kind,
+previews, errors next to the form), the task list and a run's page, the table's audit page
+with its CSV / JSON export, CSRF on the forms, and what viewers see (no action links or
+buttons) and get (403 on every POST). Runs execute in this process (Celery's eager mode) when
+the request's transaction commits; tests/browser drives the same pages with a real worker.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from explorer import celery_app
+from explorer.forms import ACTION_FORMS
+from explorer.models import AuditEntry, TaskRun
+from tests.explorer.tasks_support import load, make_table, user_with
+
+pytestmark = pytest.mark.django_db
+
+T = "/catalogs/local/namespaces/ns/tables/events/"
+
+
+@pytest.fixture
+def lake(tmp_path: Path, settings: Any) -> Path:
+    root = tmp_path / "warehouse"
+    make_table(root, "ns")
+    settings.FLOE_WAREHOUSE = str(root)
+    settings.FLOE_ALLOW_ANONYMOUS = True
+    return root
+
+
+@pytest.fixture
+def eager(django_capture_on_commit_callbacks: Any) -> Iterator[Any]:
+    """``eager(fn)``: call fn and run the tasks it queued, in this process."""
+    celery_app.conf.task_always_eager = True
+
+    def call(fn: Any) -> Any:
+        with django_capture_on_commit_callbacks(execute=True):
+            return fn()
+
+    yield call
+    celery_app.conf.task_always_eager = False
+
+
+def signed_in(role: str | None, name: str | None = None, catalog: str = "local") -> Client:
+    client = Client()
+    client.force_login(user_with(name or f"u-{role}", role, catalog))
+    return client
+
+
+def test_a_maintainer_sees_a_form_for_every_table_kind(lake: Path) -> None:
+    client = signed_in("maintainer")
+    overview = client.get(T).content.decode()
+    assert 'id="tab-actions"' in overview
+    page = client.get(T + "actions/").content.decode()
+    for form in ACTION_FORMS:
+        assert f'id="form-{form.kind}"' in page
+    assert page.count("csrfmiddlewaretoken") >= len(ACTION_FORMS)
+    table_kinds = {k for k in TaskRun.Kind.values if k not in (
+        "refresh_table_stats", "expire_snapshots", "remove_orphan_files")}
+    assert {f.kind for f in ACTION_FORMS} == table_kinds  # confirms come from the dry run
+
+
+@pytest.mark.parametrize("who", ["anonymous", "viewer"])
+def test_viewers_see_no_action_links_and_cannot_open_the_actions_page(lake: Path,
+                                                                      who: str) -> None:
+    client = Client() if who == "anonymous" else signed_in("viewer")
+    overview = client.get(T)
+    assert overview.status_code == 200
+    assert b'id="tab-actions"' not in overview.content and b'id="tab-audit"' in overview.content
+    assert client.get(T + "actions/").status_code == 403
+
+
+def test_rollback_from_the_form_runs_and_lands_in_the_audit_page(lake: Path, eager: Any
+                                                                 ) -> None:
+    first = load(lake, "ns").snapshots()[0].snapshot_id
+    client = signed_in("maintainer", "mia")
+    response = eager(lambda: client.post(T + "actions/run/", {
+        "kind": "rollback", "op": "queue", "snapshot_id": str(first)}))
+    assert response.status_code == 302
+    run = TaskRun.objects.get()
+    assert response["Location"] == f"/tasks/{run.pk}/"
+    assert run.state == "SUCCEEDED" and run.created_via == "session"
+    assert load(lake, "ns").current_snapshot().snapshot_id == first
+    detail = client.get(f"/tasks/{run.pk}/").content.decode()
+    assert "SUCCEEDED" in detail and str(first) in detail and 'id="cancel-form"' not in detail
+    assert f'id="current-snapshot"><a href="{T}snapshots/{first}/"' \
+        in client.get(T).content.decode()
+    audit = client.get(T + "audit/").content.decode()
+    assert 'data-source="floe" data-action="rollback" data-actor="mia"' in audit
+    # the table's creation and its three appends, by floe directly (not through the explorer)
+    assert audit.count('data-source="external"') == 4
+    rows = list(csv.DictReader(io.StringIO(b"".join(
+        client.get(T + "audit/?format=csv").streaming_content).decode())))
+    assert [(r["source"], r["action"], r["actor"]) for r in rows][0] == ("floe", "rollback", "mia")
+    assert rows[0]["current_snapshot_id"] == str(first)
+    doc = json.loads(client.get(T + "audit/?source=floe&format=json").content)
+    assert [(d["action"], d["actor"], d["outcome"]) for d in doc] == [
+        ("rollback", "mia", "succeeded")]
+    assert client.get(T + "audit/?user=nobody").content.decode().count("data-source=") == 0
+
+
+def test_expire_dry_run_then_confirm_from_the_run_page(lake: Path, eager: Any) -> None:
+    table = load(lake, "ns")
+    keep = table.current_snapshot().snapshot_id
+    client = signed_in("maintainer", "mia")
+    eager(lambda: client.post(T + "actions/run/", {
+        "kind": "expire_snapshots_dry_run", "op": "queue", "retain_last": "1",
+        "older_than_ms": str(table.current_snapshot().timestamp_ms + 1)}))
+    dry = TaskRun.objects.get()
+    assert dry.state == "SUCCEEDED", dry.error
+    page = client.get(f"/tasks/{dry.pk}/").content.decode()
+    assert 'id="confirm-form"' in page
+    listed = dry.result["files"]["items"]
+    assert listed and all(f in page for f in listed)
+    assert all(Path(f.removeprefix("file://")).exists() for f in listed)
+    response = eager(lambda: client.post(f"/tasks/{dry.pk}/confirm/"))
+    confirm = TaskRun.objects.exclude(pk=dry.pk).get()
+    assert response["Location"] == f"/tasks/{confirm.pk}/"
+    assert confirm.state == "SUCCEEDED", confirm.error
+    assert not any(Path(f.removeprefix("file://")).exists() for f in listed)
+    assert [s.snapshot_id for s in load(lake, "ns").snapshots()] == [keep]
+    page = client.get(f"/tasks/{dry.pk}/").content.decode()
+    assert 'id="confirm-form"' not in page and 'id="confirmation-link"' in page
+    # a second confirm of the same plan is refused, nothing queued
+    assert client.post(f"/tasks/{dry.pk}/confirm/").status_code == 400
+    assert TaskRun.objects.count() == 2
+
+
+@pytest.mark.parametrize(("kind", "fields", "shown"), [
+    ("evolve", {"changes": '[{"op": "add-column", "path": "note", "type": "string"}]'},
+     'id="preview-verdict">compatible<'),
+    ("evolve", {"changes": '[{"op": "require-column", "path": "kind"}]',
+                "allow_incompatible": "on"}, 'id="preview-verdict">INCOMPATIBLE<'),
+    ("delete_rows", {"filter": "kind = 'click'"}, 'id="preview-removed">3<'),
+    ("compact", {"options": "min-input-files=2\nrewrite-all=true"}, 'id="preview-files">9<'),
+])
+def test_previews_show_what_would_happen_and_queue_nothing(lake: Path, kind: str,
+                                                           fields: dict[str, str],
+                                                           shown: str) -> None:
+    client = signed_in("maintainer")
+    response = client.post(T + "actions/run/", {"kind": kind, "op": "preview", **fields})
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert f'id="preview" data-kind="{kind}"' in page and shown in page
+    assert not TaskRun.objects.exists()
+
+
+def test_a_bad_parameter_is_shown_next_to_its_form_and_nothing_is_queued(lake: Path) -> None:
+    client = signed_in("maintainer")
+    response = client.post(T + "actions/run/", {"kind": "rollback", "op": "queue",
+                                                 "snapshot_id": "12345"})
+    assert response.status_code == 400
+    assert b'data-param="snapshot_id">snapshot 12345 does not exist' in response.content
+    response = client.post(T + "actions/run/", {"kind": "delete_rows", "op": "queue",
+                                                 "filter": "nope = 1"})
+    assert response.status_code == 400 and b'data-param="filter"' in response.content
+    assert b"nope" in response.content
+    assert not TaskRun.objects.exists()
+
+
+def test_the_forms_need_the_csrf_token(lake: Path) -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user_with("mia", "maintainer"))
+    first = str(load(lake, "ns").snapshots()[0].snapshot_id)
+    body = {"kind": "rollback", "op": "queue", "snapshot_id": first}
+    assert client.post(T + "actions/run/", body).status_code == 403
+    assert not TaskRun.objects.exists()
+    client.get(T + "actions/")  # sets the cookie the form's token goes with
+    token = client.cookies["csrftoken"].value
+    assert client.post(T + "actions/run/", {**body, "csrfmiddlewaretoken": token}
+                       ).status_code == 302
+    assert TaskRun.objects.count() == 1
+
+
+def test_the_task_list_per_table_and_per_user_with_live_rows(lake: Path, settings: Any) -> None:
+    mia, bob = user_with("mia", "maintainer"), user_with("bob", "maintainer")
+    mine = TaskRun.objects.create(kind="compact", catalog="local", namespace="ns",
+                                  table="events", state="RUNNING", progress=40,
+                                  stage="rewriting", created_by=mia)
+    TaskRun.objects.create(kind="rollback", catalog="local", namespace="ns", table="other",
+                           state="SUCCEEDED", progress=100, created_by=bob)
+    client = Client()
+    client.force_login(mia)
+    everything = client.get("/tasks/").content.decode()
+    assert everything.count('class="task-run"') == 2
+    per_table = client.get("/tasks/?catalog=local&namespace=ns&table=events").content.decode()
+    assert per_table.count('class="task-run"') == 1
+    assert f'data-task-id="{mine.pk}" data-state="RUNNING" data-api="/api/tasks/{mine.pk}/"' \
+        in per_table and 'aria-valuenow="40"' in per_table
+    assert client.get("/tasks/?user=bob").content.decode().count('class="task-run"') == 1
+    # the table page shows its running tasks, with the cancel button on the run's page
+    assert f'data-task-id="{mine.pk}"' in client.get(T).content.decode()
+    assert 'id="cancel-form"' in client.get(f"/tasks/{mine.pk}/").content.decode()
+    viewer = signed_in("viewer")
+    assert 'id="cancel-form"' not in viewer.get(f"/tasks/{mine.pk}/").content.decode()
+
+
+def test_cancel_from_the_run_page(lake: Path) -> None:
+    run = TaskRun.objects.create(kind="compact", catalog="local", namespace="ns",
+                                 table="events", state="QUEUED")
+    client = signed_in("maintainer")
+    assert client.post(f"/tasks/{run.pk}/cancel/").status_code == 302
+    run.refresh_from_db()
+    assert run.state == "CANCELLED"
+
+
+def test_audit_entries_stay_append_only_whatever_the_pages(lake: Path, eager: Any) -> None:
+    first = load(lake, "ns").snapshots()[0].snapshot_id
+    client = signed_in("admin", "ada")
+    eager(lambda: client.post(T + "actions/run/", {"kind": "set_current", "op": "queue",
+                                                   "snapshot_id": str(first)}))
+    entry = AuditEntry.objects.get()
+    for method in ("post", "put", "patch", "delete"):
+        assert getattr(client, method)(T + "audit/").status_code == 405
+    assert AuditEntry.objects.get().pk == entry.pk
