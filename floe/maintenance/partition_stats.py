@@ -1,5 +1,8 @@
 """Partition statistics files (spec "Partition Statistics"; Java ``PartitionStatsHandler``).
 
+(:mod:`floe.partition_stats` is another thing: the partition layout the explorer draws,
+computed from the manifests; it can start from these files' counts.)
+
 One Parquet file per snapshot, registered in the metadata's ``partition-statistics``: a row
 per (spec id, partition) with fields 1–12 of the spec (13, ``dv_count``, on v3), sorted by
 partition. The partition is coerced to the table's unified partition type (Java
@@ -44,7 +47,7 @@ from floe.types import INT, LONG, NestedField, StructType
 if TYPE_CHECKING:
     from floe.table.table import Table
 
-__all__ = ["PartitionStats", "PartitionStatsResult", "compute_partition_stats",
+__all__ = ["PartitionStatsRow", "PartitionStatsResult", "compute_partition_stats",
            "compute_stats", "read_partition_stats", "stats_schema", "unified_partition_type",
            "partition_stats_file_for", "write_partition_stats"]
 
@@ -100,7 +103,7 @@ def stats_schema(partition_type: StructType, format_version: int) -> Schema:
 
 
 @dataclass
-class PartitionStats:
+class PartitionStatsRow:
     """One row: a partition (values in the unified partition type's order) of one spec."""
 
     partition: tuple[Any, ...]
@@ -140,7 +143,7 @@ class PartitionStats:
             self.equality_delete_file_count += sign
         self._touch(snapshot)
 
-    def merge(self, other: PartitionStats) -> None:
+    def merge(self, other: PartitionStatsRow) -> None:
         for name in (*COUNTERS, "dv_count"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         if other.total_record_count is not None:
@@ -192,10 +195,11 @@ def _entries(io: FileIO, manifests: Iterable[ManifestFile], on_manifest: Any
 
 
 def compute_stats(io: FileIO, md: TableMetadata, manifests: Iterable[ManifestFile],
-                  incremental: bool = False, on_manifest: Any = None) -> dict[Key, PartitionStats]:
+                  incremental: bool = False, on_manifest: Any = None
+                  ) -> dict[Key, PartitionStatsRow]:
     """Java ``computeStats``: per (spec id, partition) over these manifests' entries."""
     coerce = _Coercer(md, unified_partition_type(md))
-    out: dict[Key, PartitionStats] = {}
+    out: dict[Key, PartitionStatsRow] = {}
     on_manifest = on_manifest or (lambda done, total: None)
     for m, e in _entries(io, manifests, on_manifest):
         df = e.data_file
@@ -204,7 +208,7 @@ def compute_stats(io: FileIO, md: TableMetadata, manifests: Iterable[ManifestFil
         key = (spec_id, part)
         stats = out.get(key)
         if stats is None:
-            stats = out[key] = PartitionStats(part, spec_id)
+            stats = out[key] = PartitionStatsRow(part, spec_id)
         snapshot = md.snapshot_by_id(e.snapshot_id) if e.snapshot_id is not None else None
         status = e.status
         if status != ManifestEntryStatus.DELETED:
@@ -221,13 +225,13 @@ def _sort_key(value: Any) -> tuple[Any, ...]:
     return (0,) if value is None else (1, value)
 
 
-def sorted_stats(stats: Iterable[PartitionStats]) -> list[PartitionStats]:
+def sorted_stats(stats: Iterable[PartitionStatsRow]) -> list[PartitionStatsRow]:
     """By partition, nulls first, field by field (Java ``Comparators.forType``)."""
     return sorted(stats, key=lambda s: tuple(_sort_key(v) for v in s.partition))
 
 
 def write_partition_stats(io: FileIO, md: TableMetadata, snapshot_id: int,
-                          stats: Sequence[PartitionStats]) -> PartitionStatisticsFile:
+                          stats: Sequence[PartitionStatsRow]) -> PartitionStatisticsFile:
     """Write a statistics file for ``snapshot_id`` (not registered)."""
     from floe.io.parquet import schema_to_arrow
 
@@ -253,7 +257,7 @@ def write_partition_stats(io: FileIO, md: TableMetadata, snapshot_id: int,
 
 
 def read_partition_stats(io: FileIO, md: TableMetadata, stats_file: PartitionStatisticsFile
-                         ) -> list[PartitionStats]:
+                         ) -> list[PartitionStatsRow]:
     """The rows of a statistics file (Parquet or Avro, floe's or Java's), columns found by
     field id; the partition read into the table's unified partition type."""
     unified = unified_partition_type(md)
@@ -272,7 +276,7 @@ def read_partition_stats(io: FileIO, md: TableMetadata, stats_file: PartitionSta
     out = []
     for rec in records:
         part = rec.get(1) or {}
-        stats = PartitionStats(tuple(part.get(f.field_id) for f in unified.fields),
+        stats = PartitionStatsRow(tuple(part.get(f.field_id) for f in unified.fields),
                                int(rec[2]))
         for fid, name in enumerate(("data_record_count", "data_file_count",
                                     "total_data_file_size_in_bytes",
@@ -397,7 +401,7 @@ class PartitionStatsResult:
 
 def _stats_for(io: FileIO, md: TableMetadata, snapshot: Snapshot,
                on_progress: ProgressCallback | None
-               ) -> tuple[list[PartitionStats], int | None, list[str]]:
+               ) -> tuple[list[PartitionStatsRow], int | None, list[str]]:
     progress = functools.partial(report, on_progress, "reading manifests")
     previous = _latest_stats_file(md, snapshot.snapshot_id)
     warnings: list[str] = []
