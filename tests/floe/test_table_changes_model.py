@@ -1,7 +1,9 @@
 """A hypothesis state machine applies random sequences of appends, deletes (copy-on-write and
-merge-on-read), schema evolution, rollbacks, set-current, branch commits, fast-forwards and
-cherry-picks to a small table, and after every step compares what floe reads on ``main`` and
-on the branch with a plain Python model of the rows (a multiset per snapshot).
+merge-on-read), schema evolution, rollbacks, set-current, branch commits, fast-forwards,
+cherry-picks and maintenance (compaction, manifest and position-delete rewrites, dangling
+delete removal, snapshot expiry, orphan removal) to a small table, and after every step
+compares what floe reads on ``main`` and on the branch with a plain Python model of the rows
+(a multiset per snapshot) and checks that every file a kept snapshot references exists.
 
 ``TableChanges`` is also driven by tests/interop/test_table_changes_model.py, which has Spark +
 Iceberg Java read a sample of the final tables.
@@ -9,7 +11,9 @@ Iceberg Java read a sample of the final tables.
 
 from __future__ import annotations
 
+import os
 import tempfile
+import time
 from collections import Counter
 from typing import Any, ClassVar
 
@@ -25,7 +29,14 @@ from hypothesis.stateful import (
 )
 
 from floe.catalog.filesystem import FileSystemCatalog
+from floe.io import local_path
 from floe.io.readers import plan_to_table
+from floe.maintenance.compaction import compact
+from floe.maintenance.expire import expire_snapshots
+from floe.maintenance.orphans import remove_orphan_files
+from floe.maintenance.reachable import reachable_files
+from floe.maintenance.rewrite_deletes import remove_dangling_deletes, rewrite_position_deletes
+from floe.maintenance.rewrite_manifests import rewrite_manifests
 from floe.partitioning import parse_partition_by
 from floe.scan import plan_files
 from floe.schema import Schema
@@ -214,7 +225,73 @@ class TableChanges(RuleBasedStateMachine):
         self.table.manage_snapshots().cherry_pick(dev.snapshot_id).commit()
         self.record("main", self.states[dev.snapshot_id] if fast_forward else before + added)
 
-    # -- the invariant ---------------------------------------------------------------------
+    # -- maintenance: the rows stay, the files they need stay ---------------------------------
+
+    def _same_rows(self, branch: str, run: Any) -> None:
+        before = self.state(branch)
+        run()
+        self.record(branch, before)
+
+    @precondition(lambda self: self.head("main") is not None)
+    @rule(branch=st.sampled_from(["main", BRANCH]), sort=st.booleans())
+    def compact(self, branch: str, sort: bool) -> None:
+        if self.head(branch) is None:
+            return
+        self._same_rows(branch, lambda: compact(
+            self.table, options={"rewrite-all": "true", "min-input-files": "1"},
+            strategy="sort" if sort else None, sort_order="id desc" if sort else None,
+            branch=branch))
+
+    @precondition(lambda self: self.head("main") is not None)
+    @rule(branch=st.sampled_from(["main", BRANCH]))
+    def rewrite_manifests(self, branch: str) -> None:
+        if self.head(branch) is not None:
+            self._same_rows(branch, lambda: rewrite_manifests(self.table, branch=branch))
+
+    @precondition(lambda self: self.version == 2 and self.head("main") is not None)
+    @rule(branch=st.sampled_from(["main", BRANCH]), dangling=st.booleans())
+    def rewrite_deletes(self, branch: str, dangling: bool) -> None:
+        if self.head(branch) is None:
+            return
+        if dangling:
+            self._same_rows(branch, lambda: remove_dangling_deletes(self.table, branch=branch))
+        else:
+            self._same_rows(branch, lambda: rewrite_position_deletes(
+                self.table, options={"rewrite-all": "true"}, branch=branch))
+
+    @precondition(lambda self: self.head("main") is not None)
+    @rule(retain=st.integers(1, 3))
+    def expire(self, retain: int) -> None:
+        expire_snapshots(self.table, older_than_ms=int(time.time() * 1000),
+                         retain_last=retain)
+        self.table.refresh()
+
+    @precondition(lambda self: self.head("main") is not None)
+    @rule()
+    def remove_orphans(self) -> None:
+        # no other writer runs here, so files of any age may go; a planted one must
+        junk = os.path.join(local_path(self.table.metadata.location), "data", "junk.parquet")
+        os.makedirs(os.path.dirname(junk), exist_ok=True)
+        with open(junk, "wb") as f:
+            f.write(b"left by a failed job")
+        os.utime(junk, (time.time() - 10, time.time() - 10))
+        result = remove_orphan_files(self.table, older_than_ms=int(time.time() * 1000),
+                                     force=True)
+        assert [local_path(p) for p in result.orphan_files] == [junk]
+        assert not os.path.exists(junk)
+
+    # -- the invariants --------------------------------------------------------------------
+
+    @invariant()
+    def referenced_files_exist(self) -> None:
+        if not hasattr(self, "table"):
+            return
+        t = self.table.refresh()
+        reached = reachable_files(t.io, t.metadata, metadata_location=t.metadata_location)
+        missing = [p for p in reached.content_files | reached.manifests
+                   | reached.manifest_lists | {t.metadata_location}
+                   if not os.path.exists(local_path(p))]
+        assert not missing, missing
 
     @invariant()
     def reads_equal_the_model(self) -> None:
