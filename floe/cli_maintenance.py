@@ -33,10 +33,15 @@ def _options(items: list[str] | None) -> dict[str, str]:
 
 
 def _run(args: argparse.Namespace, run: Callable[[Any, Any], Any],
-         summary: Callable[[Any], list[str]]) -> None:
-    """Open the table, run with a progress bar, print the result."""
+         summary: Callable[[Any], list[str]], needs_snapshot: bool = True) -> None:
+    """Open the table, run with a progress bar, print the result. A table without snapshots
+    has nothing to maintain: a one-line error (orphan removal still runs: a failed first
+    commit leaves files too)."""
     bar = ProgressBar(enabled=False if args.json else None)
     with open_table(args.table) as table:
+        if needs_snapshot and not table.metadata.snapshots:
+            raise ValidationError(f"table {table.identifier} has no snapshots: nothing to "
+                                  f"{args.command.replace('-', ' ')}")
         try:
             result = run(table, bar)
         finally:
@@ -120,7 +125,7 @@ def cmd_remove_orphans(args: argparse.Namespace) -> None:
         lines += [f"failed to delete {p}: {e}" for p, e in r.failed]
         return lines
 
-    _run(args, run, summary)
+    _run(args, run, summary, needs_snapshot=False)
 
 
 def cmd_compute_partition_stats(args: argparse.Namespace) -> None:

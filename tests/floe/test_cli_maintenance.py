@@ -86,6 +86,27 @@ def test_refused_maintenance_leaves_table_untouched(tmp_path: Path, parquet: dic
     assert tree(table) == before
 
 
+@pytest.mark.parametrize("command", ["expire", "compact", "rewrite-manifests",
+                                     "rewrite-position-deletes", "remove-dangling-deletes",
+                                     "compute-partition-stats"])
+def test_a_table_without_snapshots_is_refused(tmp_path: Path, parquet: dict[str, Path],
+                                              command: str) -> None:
+    table = tmp_path / "empty"
+    setup("create", str(table), "--schema-from", str(parquet["a"]), "--partition-by", "s")
+    before = tree(table)
+    run = floe(command, str(table), ok=False)
+    assert run.returncode == 1 and "has no snapshots: nothing to" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1 and tree(table) == before
+
+
+def test_compaction_filter_on_an_unknown_column_is_refused(tmp_path: Path,
+                                                          parquet: dict[str, Path]) -> None:
+    table, _ = make(tmp_path, parquet)
+    before = tree(table)
+    run = floe("compact", str(table), "--filter", "nope = 1", ok=False)
+    assert "unknown column 'nope'" in run.stderr and tree(table) == before
+
+
 def test_gc_disabled_refuses_expire_and_orphans(tmp_path: Path,
                                                 parquet: dict[str, Path]) -> None:
     table, _ = make(tmp_path, parquet)
