@@ -411,6 +411,11 @@ class SnapshotProducer(PendingOperation):
                      and (m.has_added_files() or m.has_existing_files())),
                     default=base.last_sequence_number)
         floor = min(floor, base.last_sequence_number)
+        if self.data_sequence_number is not None and any(
+                int(f.content) == 0 for f in self.added):
+            # files this commit adds at an older sequence number (compaction's starting
+            # sequence number) still need the deletes committed since: keep them
+            floor = min(floor, self.data_sequence_number)
         kept: list[ManifestFile] = []
         dropped: list[DataFile] = []
         for m in manifests:

@@ -712,6 +712,21 @@ def json_partition(f: Any) -> Any:
         else f.partition[0]
 
 
+def test_deletes_newer_than_the_starting_sequence_number_are_kept(
+        catalog: FileSystemCatalog) -> None:
+    """Compaction writes at its starting sequence number; an equality delete committed while
+    it ran must still apply to the new files, even when a later commit raised the table's
+    sequence number past the delete's (the dropping floor counts the new files)."""
+    t = make(catalog, "startingseq", partitioned=False, appends=3)
+    plan = plan_compaction(t, options={"rewrite-all": "true"})
+    t.delete_equal(["id"], pa.table({"id": pa.array([7], pa.int64())}))
+    t.append(rows(range(500, 503)))
+    before = bag(t)
+    compact(t, plan)
+    assert bag(t) == before and 7 not in {k[0] for k in before}
+    assert live(t, FileContent.EQUALITY_DELETES)
+
+
 def test_commit_drops_deletes_older_than_every_data_file(catalog: FileSystemCatalog) -> None:
     """Java MergingSnapshotProducer (dropDeleteFilesOlderThan): once every data file has a
     higher data sequence number than a delete file, the next non-append commit removes the
