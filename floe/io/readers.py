@@ -52,6 +52,9 @@ __all__ = ["read_plan", "read_task", "plan_to_table", "ReadOptions", "Unsupporte
            "NAME_MAPPING_PROPERTY", "DeleteCache", "ROW_POSITION"]
 
 DEFAULT_BATCH_SIZE = 131_072
+#: A task's byte range (``start``, ``length``) is honoured for Parquet files: only the row
+#: groups starting inside it are read, positions still counted from the start of the file.
+READS_SPLITS = True
 
 
 class UnsupportedDeletes(FloeError):
@@ -264,12 +267,20 @@ def _format(df: Any) -> str:
 
 def _file_batches(io: Any, path: str, fmt: str, md: TableMetadata | None,
                   read_schema: Schema, constants: dict[int, Any], batch_size: int,
-                  what: str = "data file") -> Iterator[pa.RecordBatch]:
-    """Batches of a data or delete file projected to ``read_schema`` by field id."""
+                  what: str = "data file", byte_range: tuple[int, int] | None = None,
+                  first_row: list[int] | None = None) -> Iterator[pa.RecordBatch]:
+    """Batches of a data or delete file projected to ``read_schema`` by field id.
+
+    ``byte_range`` (start, length) reads only the Parquet row groups that start inside it
+    (Java: a split owns the row groups whose first byte it holds); ``first_row[0]`` is set to
+    the file position of the first row read."""
     if fmt == "PARQUET":
         with _open(io, path, what) as fh:
-            yield from _parquet_batches(fh, path, md, read_schema, constants, batch_size, what)
+            yield from _parquet_batches(fh, path, md, read_schema, constants, batch_size, what,
+                                        byte_range, first_row)
         return
+    if byte_range is not None and byte_range[0] > 0:
+        return  # only Parquet files are split: a later range of another format is empty
     if fmt == "ORC":
         yield from _orc_batches(io, path, md, read_schema, constants, batch_size, what)
         return
@@ -279,18 +290,42 @@ def _file_batches(io: Any, path: str, fmt: str, md: TableMetadata | None,
     raise ValidationError(f"{path}: floe cannot read {fmt} {what}s")
 
 
+def row_group_starts(meta: pq.FileMetaData) -> list[int]:
+    """Where each row group starts: its first column chunk's dictionary page, else its first
+    data page (Java ``BlockMetaData.getStartingPos``; what split offsets record)."""
+    out = []
+    for rg in range(meta.num_row_groups):
+        first = meta.row_group(rg).column(0)
+        out.append(first.dictionary_page_offset or first.data_page_offset)
+    return out
+
+
 def _parquet_batches(fh: Any, path: str, md: TableMetadata | None, read_schema: Schema,
-                     constants: dict[int, Any], batch_size: int, what: str
-                     ) -> Iterator[pa.RecordBatch]:
+                     constants: dict[int, Any], batch_size: int, what: str,
+                     byte_range: tuple[int, int] | None = None,
+                     first_row: list[int] | None = None) -> Iterator[pa.RecordBatch]:
     pf = _open_parquet(fh, path, what)
     fschema = file_schema_with_ids(pf.schema_arrow, md, path)
     proj = _Projection(fschema, read_schema, constants, path)
+    meta = pf.metadata
+    groups: list[int] | None = None
+    if byte_range is not None:
+        lo, hi = byte_range[0], byte_range[0] + byte_range[1]
+        starts = row_group_starts(meta)
+        groups = [i for i, s in enumerate(starts) if lo <= s < hi]
+        if first_row is not None:
+            first_row[0] = sum(meta.row_group(i).num_rows for i in range(groups[0])) \
+                if groups else 0
+        if not groups:
+            return
     if not proj.columns:  # nothing to read but the row count
-        n = pf.metadata.num_rows
+        n = meta.num_rows if groups is None else sum(meta.row_group(i).num_rows
+                                                     for i in groups)
         for start in range(0, n, batch_size):
             yield proj.apply(_empty(min(batch_size, n - start)))
         return
-    for batch in pf.iter_batches(batch_size=batch_size, columns=proj.columns, use_threads=True):
+    for batch in pf.iter_batches(batch_size=batch_size, row_groups=groups,
+                                 columns=proj.columns, use_threads=True):
         yield proj.apply(batch)
 
 
@@ -736,8 +771,12 @@ def read_task(io: Any, task: FileScanTask, options: ReadOptions,
     trim = read_schema is not options.output or positions
     position_mask = None if deleted_positions is None else _PositionMask(deleted_positions)
     row = 0
+    byte_range = None if task.length is None else (task.start, task.length)
+    first_row = [0]
     for batch in _file_batches(io, df.file_path, _format(df), md, read_schema, constants,
-                               options.batch_size):
+                               options.batch_size, byte_range=byte_range, first_row=first_row):
+        if row == 0:
+            row = first_row[0]
         n = batch.num_rows
         if positions:  # a column of the batch, so the delete and residual filters keep it aligned
             batch = batch.append_column(_POSITION_COLUMN, _row_positions(row, n))

@@ -18,6 +18,7 @@ from floe.errors import FloeError, NotFound, ValidationError
 from floe.io import FileIO
 from floe.io.readers import (
     NAME_MAPPING_PROPERTY,
+    ROW_POSITION,
     ReadOptions,
     file_schema_with_ids,
     read_task,
@@ -362,3 +363,39 @@ def test_equality_delete_on_a_struct_field(tmp_path: Path) -> None:
     d = DeleteFile(DataFile(FileContent.EQUALITY_DELETES, dpath, "PARQUET", (), 2, 1,
                             equality_ids=[3]), 2, 0)
     assert [r["id"] for r in _read(ice, _task(path, 3, (d,)), columns=["id"])] == [1]
+
+
+def test_byte_ranges_read_their_row_groups_with_file_positions(tmp_path: Path) -> None:
+    """A task's (start, length) reads the row groups that start inside it; position deletes
+    and ``positions=True`` count from the start of the file, so the ranges of a file read
+    together give the whole file's surviving rows once."""
+    from floe.catalog.filesystem import FileSystemCatalog
+    from floe.io.parquet import write_parquet
+    from floe.io.readers import READS_SPLITS, row_group_starts
+    from floe.scan import plan_files
+    from floe.table.writer import write_data_files
+
+    assert READS_SPLITS
+    table = FileSystemCatalog("t", str(tmp_path)).create_table("db.big", SCHEMA)
+    rows = pa.table({"id": pa.array(range(1000), pa.int64()),
+                     "cat": [f"c{i % 4}" for i in range(1000)]})
+    (f,) = write_data_files(table.io, table.metadata, rows)
+    data, metrics = write_parquet(rows, SCHEMA, row_group_size=150)
+    table.io.write(f.file_path, data, overwrite=True)
+    big = f._replace(file_size_in_bytes=len(data), split_offsets=metrics.split_offsets)
+    table.new_transaction().fast_append([big]).commit()
+    table.delete_where("id IN (0, 149, 150, 999)", mode="merge-on-read")
+    md = table.refresh().metadata
+    (task,) = plan_files(table.io, md).tasks
+    starts = row_group_starts(pq.read_metadata(pa.BufferReader(data)))
+    assert starts == metrics.split_offsets and len(starts) == 7
+    cuts = [starts[0], starts[2], starts[3], starts[6], len(data)]
+    options = ReadOptions(md, md.schema(), None)
+    got = []
+    for lo, hi in zip(cuts, cuts[1:]):
+        part = task._replace(start=lo, length=hi - lo)
+        for b in read_task(table.io, part, options, positions=True):
+            got += list(zip(b.column("id").to_pylist(), b.column(ROW_POSITION).to_pylist()))
+    assert sorted(got) == [(i, i) for i in range(1000) if i not in (0, 149, 150, 999)]
+    empty = task._replace(start=starts[1] + 1, length=starts[2] - starts[1] - 1)
+    assert list(read_task(table.io, empty, options)) == []
