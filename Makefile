@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.floe-installed
 ORACLE_SETUP := $(abspath ..)/shared/tools/iceberg-oracle/setup
 
-.PHONY: install run test test-fast bench clean
+.PHONY: install run test test-fast bench clean pipeline
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,13 +21,18 @@ run: install
 test: install
 	bash scripts/test.sh
 
+# The demo pipeline on Spark (PySpark 4 + the floe source) into the warehouse `make run`
+# serves: pipeline.events, then `make run` shows it.
+pipeline: install
+	$(PY) pipeline/events.py
+
 # Unit tests only (no oracle, no services): for a quick loop while developing.
 test-fast: install
 	$(PY) -m pytest -m "not interop and not browser" -q
 
 # Every benchmark, each printing floe side by side with PyIceberg / DuckDB (slow: minutes).
 bench: install
-	for b in manifest_read commit plan read web; do $(PY) benchmarks/$$b.py || exit 1; done
+	for b in manifest_read commit plan read delete maintenance spark web; do $(PY) benchmarks/$$b.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) var test-artifacts

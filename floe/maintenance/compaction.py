@@ -28,14 +28,14 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from floe.errors import CommitConflict, CommitStateUnknown, FloeError, ValidationError
+from floe.errors import CommitConflict, CommitStateUnknown, ValidationError
 from floe.inspect import partition_json
 from floe.io import FileIO
 from floe.io.parquet import schema_to_arrow
@@ -50,10 +50,11 @@ from floe.maintenance.compaction_plan import (
 from floe.manifest import DataFile
 from floe.metadata import TableMetadata
 from floe.properties import TARGET_FILE_SIZE
-from floe.scan.planning import ScanPlan
+from floe.scan.planning import FileScanTask, ScanPlan
 from floe.schema import Schema
 from floe.snapshots import Operation, Snapshot
 from floe.sorting import NullOrder, SortDirection, SortOrder
+from floe.table.row_level import remove_written
 from floe.table.snapshot_producer import SnapshotProducer
 from floe.table.validation import CommitValidation
 from floe.table.writer import partition_rows, write_data_files
@@ -70,6 +71,8 @@ __all__ = [
     "commit_groups",
     "compact",
     "remove_written",
+    "group_scan",
+    "output_metadata",
     "rewrite_group",
     "sort_rows",
 ]
@@ -141,18 +144,23 @@ class GroupOutput:
     written: tuple[str, ...]
 
 
+def group_scan(md: TableMetadata, snapshot_id: int | None, tasks: Sequence[FileScanTask],
+               case_sensitive: bool = True) -> ScanPlan:
+    """The scan of (some of) a group's files at the plan's starting snapshot: every row with
+    all its deletes applied (no residual: whole files are rewritten, Java's
+    ``ignoreResiduals``)."""
+    snapshot = md.snapshot_by_id(snapshot_id) if snapshot_id is not None else None
+    return ScanPlan(md, snapshot, md.schema(), None, tasks=list(tasks),
+                    case_sensitive=case_sensitive)
+
+
 def _read_group(io: FileIO, plan: CompactionPlan, group: FileGroup) -> Iterator[pa.RecordBatch]:
-    """Every row of the group's files with all their deletes applied (no residual: whole
-    files are rewritten, Java's ``ignoreResiduals``), read by several threads."""
-    md = plan.metadata
-    snapshot = (md.snapshot_by_id(plan.starting_snapshot_id)
-                if plan.starting_snapshot_id is not None else None)
-    scan = ScanPlan(md, snapshot, md.schema(), None, tasks=list(group.tasks),
-                    case_sensitive=plan.case_sensitive)
-    return read_plan(io, scan)
+    """Every row of the group's files (:func:`group_scan`), read by several threads."""
+    return read_plan(io, group_scan(plan.metadata, plan.starting_snapshot_id, group.tasks,
+                                    plan.case_sensitive))
 
 
-def _output_metadata(md: TableMetadata, group: FileGroup) -> TableMetadata:
+def output_metadata(md: TableMetadata, group: FileGroup) -> TableMetadata:
     """The metadata the writer sees: the output spec as default, no rolling."""
     return replace(md, default_spec_id=group.output_spec_id,
                    properties={**md.properties, TARGET_FILE_SIZE: _NO_ROLL})
@@ -164,7 +172,7 @@ class _Writer:
     def __init__(self, io: FileIO, md: TableMetadata, group: FileGroup,
                  on_progress: ProgressCallback | None) -> None:
         self.io = io
-        self.md = _output_metadata(md, group)
+        self.md = output_metadata(md, group)
         self.group = group
         self.on_progress = on_progress
         self.operation_id = uuid.uuid4()
@@ -229,15 +237,6 @@ def rewrite_group(io: FileIO, plan: CompactionPlan, group: FileGroup, *,
         remove_written(io, writer.written)
         raise
     return GroupOutput(group, tuple(writer.files), tuple(writer.written))
-
-
-def remove_written(io: FileIO, paths: Iterable[str]) -> None:
-    """Delete files an operation wrote and will not commit; a failure is only logged."""
-    for path in paths:
-        try:
-            io.delete(path, missing_ok=True)
-        except (OSError, FloeError) as e:
-            log.warning("could not delete %s: %s", path, e)
 
 
 # -- committing ----------------------------------------------------------------------------------

@@ -111,6 +111,10 @@ __all__ = [
     "stage_equality_delete",
     "stage_overwrite_by_filter",
     "stage_overwrite_partitions",
+    "overwrite_by_filter_operation",
+    "replace_partitions_operation",
+    "check_rows_match",
+    "remove_written",
 ]
 
 log = logging.getLogger(__name__)
@@ -340,7 +344,8 @@ def _in_threads(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         return list(pool.map(fn, items))
 
 
-def _remove_written(io: FileIO, written: Iterable[str]) -> None:
+def remove_written(io: FileIO, written: Iterable[str]) -> None:
+    """Delete files an operation wrote and will not commit; a failure is only logged."""
     for path in written:
         try:
             io.delete(path, missing_ok=True)
@@ -448,7 +453,7 @@ class _Reevaluated(PendingOperation):
         if self.producer is not None:
             self.producer.clean_up(committed)
         if not committed:
-            _remove_written(self.io, self.owned_files)
+            remove_written(self.io, self.owned_files)
 
 
 def _filter_removals(io: FileIO, plan: DeletePlan, rewritten: Iterable[DataFile]
@@ -524,13 +529,13 @@ def stage_delete(txn: Transaction, row_filter: Any, *, mode: str | None = None,
                 required_files_skip_deletes=True, case_sensitive=case_sensitive)
             operation = Operation.DELETE if removed or added else Operation.OVERWRITE
     except BaseException:
-        _remove_written(io, written)
+        remove_written(io, written)
         raise
     txn.overwrite([f.file_path for f in removed], added, owned_files=written,
                   operation=operation, branch=branch, validation=validation)
 
 
-def _check_rows_match(schema: Schema, bound: BooleanExpression, row_filter: Any,
+def check_rows_match(schema: Schema, bound: BooleanExpression, row_filter: Any,
                       rows: pa.Table, case_sensitive: bool) -> None:
     """Java ``validateAddedFilesMatchOverwriteFilter`` on the rows themselves (exact, where
     Java can only use the written files' metrics): every new row must match the filter."""
@@ -557,27 +562,47 @@ def stage_overwrite_by_filter(txn: Transaction, row_filter: Any, rows: pa.Table,
     plan = plan_delete(io, md, row_filter, mode=COPY_ON_WRITE, branch=branch,
                        case_sensitive=case_sensitive)
     level = _isolation(md, isolation_level, default_from_table=False)
-    _check_rows_match(plan.schema, plan.bound_filter, plan.row_filter, rows, case_sensitive)
+    check_rows_match(plan.schema, plan.bound_filter, plan.row_filter, rows, case_sensitive)
     written: list[str] = []
     op_id = uuid.uuid4()
     try:
         new = write_data_files(io, md, rows, operation_id=op_id, written=written) \
             if rows.num_rows else []
-        rewritten, survivors = _copy_on_write(io, plan, op_id, written)
     except BaseException:
-        _remove_written(io, written)
+        remove_written(io, written)
         raise
-    added = new + survivors
+    txn.add_operation(overwrite_by_filter_operation(io, plan, new, written, op_id,
+                                                    isolation_level=level))
+
+
+def overwrite_by_filter_operation(io: FileIO, plan: DeletePlan, new_files: Sequence[DataFile],
+                                  written: list[str], operation_id: uuid.UUID, *,
+                                  isolation_level: str | None,
+                                  summary_properties: dict[str, str] | None = None
+                                  ) -> PendingOperation:
+    """The snapshot of an overwrite by filter whose new files are written: the files of
+    ``plan`` (a copy-on-write :func:`plan_delete`) that match partly are rewritten without the
+    matching rows (their paths join ``written``), the removals are worked out again at every
+    attempt, validated from the plan's snapshot per ``isolation_level``. On failure every
+    file of ``written`` is deleted."""
+    try:
+        rewritten, survivors = _copy_on_write(io, plan, operation_id, written)
+    except BaseException:
+        remove_written(io, written)
+        raise
+    added = [*new_files, *survivors]
+    level = isolation_level
     validation = CommitValidation(
         plan.snapshot_id, conflict_filter=plan.row_filter,
         no_new_data=level == SERIALIZABLE, no_new_deletes=level is not None,
         no_removed_data=level is not None, replaced_files=rewritten,
-        case_sensitive=case_sensitive)
+        case_sensitive=plan.case_sensitive)
     # Java: a row filter counts as deleting even when it matches nothing
     operation = Operation.OVERWRITE if added else Operation.DELETE
-    txn.add_operation(_Reevaluated(
+    return _Reevaluated(
         io, _filter_removals(io, plan, rewritten), added=added, owned_files=written,
-        operation=operation, branch=branch, validation=validation))
+        operation=operation, branch=plan.branch, validation=validation,
+        summary_properties=summary_properties)
 
 
 def stage_overwrite_partitions(txn: Transaction, rows: pa.Table, *, branch: str = MAIN_BRANCH,
@@ -595,9 +620,27 @@ def stage_overwrite_partitions(txn: Transaction, rows: pa.Table, *, branch: str 
     try:
         files = write_data_files(io, md, rows, written=written)
     except BaseException:
-        _remove_written(io, written)
+        remove_written(io, written)
         raise
-    partitions = None if md.spec().is_unpartitioned else frozenset(
+    txn.add_operation(replace_partitions_operation(
+        io, md, files, written, branch=branch,
+        start_snapshot_id=head.snapshot_id if head is not None else None,
+        isolation_level=level))
+
+
+def replace_partitions_operation(io: FileIO, md: TableMetadata, files: Sequence[DataFile],
+                                 written: Iterable[str], *, branch: str,
+                                 start_snapshot_id: int | None, isolation_level: str | None,
+                                 case_sensitive: bool = True,
+                                 summary_properties: dict[str, str] | None = None
+                                 ) -> PendingOperation:
+    """The snapshot of a dynamic partition overwrite whose new ``files`` are written (Java
+    ``ReplacePartitions``): at every attempt it removes the live files of the partitions
+    (spec id and tuple) the new files are in, all of them when the files' spec is
+    unpartitioned; validated from ``start_snapshot_id`` per ``isolation_level``."""
+    specs = [md.spec_by_id(f.spec_id) for f in files]
+    unpartitioned = all(s is not None and s.is_unpartitioned for s in specs)
+    partitions = None if unpartitioned else frozenset(
         (f.spec_id, tuple(f.partition)) for f in files)
 
     def removed_for(base: TableMetadata) -> frozenset[str]:
@@ -614,14 +657,17 @@ def stage_overwrite_partitions(txn: Transaction, rows: pa.Table, *, branch: str 
                     out.add(e.data_file.file_path)
         return frozenset(out)
 
+    level = isolation_level
     validation = None
     if level is not None:
         validation = CommitValidation(
-            head.snapshot_id if head is not None else None, conflict_partitions=partitions,
-            no_new_data=level == SERIALIZABLE, no_new_deletes=True, no_removed_data=True)
-    txn.add_operation(_Reevaluated(
+            start_snapshot_id, conflict_partitions=partitions,
+            no_new_data=level == SERIALIZABLE, no_new_deletes=True, no_removed_data=True,
+            case_sensitive=case_sensitive)
+    return _Reevaluated(
         io, removed_for, added=files, owned_files=written, operation=Operation.OVERWRITE,
-        branch=branch, validation=validation, summary_properties={REPLACE_PARTITIONS: "true"}))
+        branch=branch, validation=validation,
+        summary_properties={REPLACE_PARTITIONS: "true", **(summary_properties or {})})
 
 
 # -- equality deletes ---------------------------------------------------------------------------
@@ -730,7 +776,7 @@ def stage_equality_delete(txn: Transaction, columns: Sequence[str], keys: pa.Tab
                                         operation_id=op_id, task_id=i + 1, written=written)
                  for i, (spec_id, partition) in enumerate(targets)]
     except BaseException:
-        _remove_written(io, written)
+        remove_written(io, written)
         raise
     txn.overwrite((), files, owned_files=written, operation=Operation.DELETE, branch=branch)
 
