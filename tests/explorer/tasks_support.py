@@ -215,8 +215,9 @@ def worker_env(root: Path, *, database: str, broker_url: str, queue: str, wareho
 
 
 def redis_url() -> str | None:
-    """redis://127.0.0.1:6379 when Redis answers there (started if it is installed and
-    down), else None."""
+    """redis://127.0.0.1:6379/N when Redis answers there (started if it is installed and
+    down), else None. N (1–15) depends on the test process, so two test runs on one machine
+    do not take each other's tasks off a shared queue."""
     def answers() -> bool:
         try:
             with socket.create_connection(("127.0.0.1", 6379), timeout=1) as s:
@@ -237,4 +238,4 @@ def redis_url() -> str | None:
             if time.monotonic() > deadline:
                 return None
             time.sleep(0.2)
-    return "redis://127.0.0.1:6379/0"
+    return f"redis://127.0.0.1:6379/{1 + os.getpid() % 15}"
