@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from django.core.cache import cache
 from kombu import Queue as KombuQueue
+from kombu import pools as kombu_pools
 
 from explorer import celery_app
 from explorer.models import TaskRun
@@ -45,6 +46,9 @@ def point_celery_at(broker_url: str, queue: str) -> None:
             celery_app._pool.force_close_all()
             celery_app._pool = None
         celery_app.amqp._producer_pool = None
+        # kombu keeps producer and connection pools per broker in module-wide registries;
+        # coming back to a broker used before would find its (closed) pools there
+        kombu_pools.reset()
         conf.broker_url = broker_url
     conf.task_default_queue = queue
     conf.task_always_eager = False
