@@ -40,6 +40,11 @@ class TotalsSerializer(S):  # type: ignore[type-arg]
     total_files_size = serializers.IntegerField(allow_null=True)
     total_position_deletes = serializers.IntegerField(allow_null=True)
     total_equality_deletes = serializers.IntegerField(allow_null=True)
+    live_records = serializers.IntegerField(
+        allow_null=True, help_text="rows a read returns: total_records less the deletes")
+    live_exact = serializers.BooleanField(
+        help_text="false when equality deletes make live_records an estimate (each counted"
+                  " as one row)")
 
 
 class HealthMetricSerializer(S):  # type: ignore[type-arg]

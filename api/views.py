@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from django.http import HttpRequest, JsonResponse
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import serializers as drf_serializers
 from rest_framework import viewsets
+from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from api import serializers
 from explorer import permissions, selectors
@@ -20,6 +25,15 @@ QUERY = OpenApiParameter(
     "q", OpenApiTypes.STR, OpenApiParameter.QUERY, required=False,
     description="Only tables whose namespace.table contains this text (case-insensitive)",
 )
+
+
+class ApiRootSerializer(drf_serializers.Serializer):  # type: ignore[type-arg]
+    catalogs = drf_serializers.URLField()
+    tasks = drf_serializers.URLField()
+    audit = drf_serializers.URLField()
+    grants = drf_serializers.URLField()
+    schema = drf_serializers.URLField()
+    reference = drf_serializers.URLField()
 
 
 @extend_schema_view(retrieve=extend_schema(parameters=[CATALOG]))
@@ -62,3 +76,27 @@ class TableViewSet(viewsets.GenericViewSet):
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
 
+
+
+class ApiRootView(APIView):
+    """Where the API starts: its entry points, the OpenAPI schema and the reference."""
+
+    permission_classes = [AllowAny]  # names of URLs only; every entry point checks its own
+
+    @extend_schema(responses=ApiRootSerializer)
+    def get(self, request: Request) -> Response:
+        def url(name: str) -> str:
+            return request.build_absolute_uri(reverse(name))
+
+        return Response({
+            "catalogs": url("catalog-list"), "tasks": url("task-list"),
+            "audit": url("audit-list"), "grants": url("grant-list"),
+            "schema": url("schema"), "reference": url("api-reference"),
+        })
+
+
+def api_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
+    """Every /api/ URL no route matches: a JSON 404 (Django's would be an HTML page)."""
+    return JsonResponse({"detail": f"no API endpoint at {request.path}; the entry points are"
+                                   f" listed at {reverse('api-root')}", "error": "NotFound"},
+                        status=404)

@@ -9,7 +9,6 @@ from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers
 from rest_framework.generics import GenericAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -107,18 +106,12 @@ class HistoryView(_TableView):
         return Response(self.get_serializer(st.table_history(table=_open(kwargs))).data)
 
 
-class DiffQuery(serializers.Serializer):  # type: ignore[type-arg]
-    from_ = serializers.IntegerField(help_text="Snapshot id to compare from")
-    to = serializers.IntegerField(help_text="Snapshot id to compare to")
-
-    def to_internal_value(self, data: Any) -> Any:
-        return super().to_internal_value({"from_": data.get("from"), "to": data.get("to")})
-
-
 @extend_schema(
     parameters=[*_TABLE,
-                OpenApiParameter("from", OpenApiTypes.INT64, OpenApiParameter.QUERY, required=True),
-                OpenApiParameter("to", OpenApiTypes.INT64, OpenApiParameter.QUERY, required=True)],
+                OpenApiParameter("from", OpenApiTypes.STR, OpenApiParameter.QUERY, required=True,
+                                 description="Snapshot id, branch or tag to compare from"),
+                OpenApiParameter("to", OpenApiTypes.STR, OpenApiParameter.QUERY, required=True,
+                                 description="Snapshot id, branch or tag to compare to")],
     responses=s.DiffSerializer,
 )
 class DiffView(_TableView):
@@ -127,8 +120,9 @@ class DiffView(_TableView):
     serializer_class = s.DiffSerializer
 
     def get(self, request: Request, **kwargs: Any) -> Response:
-        query = DiffQuery(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        diff = st.table_diff(table=_open(kwargs), from_id=query.validated_data["from_"],
-                             to_id=query.validated_data["to"])
+        table = _open(kwargs)
+        q = request.query_params
+        diff = st.table_diff(
+            table=table, from_id=st.snapshot_id_of(table=table, text=q.get("from"), param="from"),
+            to_id=st.snapshot_id_of(table=table, text=q.get("to"), param="to"))
         return Response(self.get_serializer(diff).data)

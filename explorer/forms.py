@@ -117,6 +117,12 @@ ACTION_FORMS: tuple[ActionForm, ...] = (
         Field("sort_by", "Sort by (comma-separated partition fields)"),
         Field("target_size_bytes", "Target size (bytes)", "int"),
         Field("branch", "Branch", "ref")), group="Maintenance"),
+    ActionForm("compute_partition_stats", "Compute partition statistics", (
+        Field("snapshot_id", "Snapshot id (empty: the current one)", "snapshot"),),
+        group="Maintenance",
+        note="Writes the snapshot's partition statistics file (Iceberg's, as Java writes it),"
+             " from an older snapshot's file when there is one; the Partitions tab then reads"
+             " it instead of the manifests."),
 )
 ACTION_FORM_BY_KIND = {f.kind: f for f in ACTION_FORMS}
 

@@ -44,6 +44,7 @@ class TaskRun(models.Model):
         ORPHANS = "remove_orphan_files", "Remove orphan files"
         COMPACT = "compact", "Compact data files"
         REWRITE_MANIFESTS = "rewrite_manifests", "Rewrite manifests"
+        COMPUTE_PARTITION_STATS = "compute_partition_stats", "Compute partition statistics"
 
     class State(models.TextChoices):
         QUEUED = "QUEUED"

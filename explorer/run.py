@@ -105,8 +105,11 @@ def ensure_demo_warehouse(path: str) -> None:
             raise
         _say("Floe: floe.demo is not available in this checkout; no demo warehouse created")
         return
+    from explorer.demo import add_demo_changes
+
     _say(f"Floe: creating the demo warehouse in {target}")
     create_demo_warehouse(str(target))
+    add_demo_changes(str(target))  # deletes, evolution, branches and nested values
     (target / DEMO_COMPLETE_MARKER).write_text("")
 
 

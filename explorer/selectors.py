@@ -88,6 +88,11 @@ class TableRow:
     def identifier(self) -> str:
         return f"{self.namespace}.{self.name}"
 
+    @property
+    def group_key(self) -> str:
+        """``catalog/namespace``: the table list groups its rows by it."""
+        return f"{self.catalog}/{self.namespace}"
+
 
 @dataclass(frozen=True, slots=True)
 class NamespaceRow:

@@ -23,7 +23,12 @@ from floe.errors import ValidationError
 from floe.expressions import bind, parse_filter
 from floe.io.parquet import schema_to_arrow
 from floe.io.readers import read_plan
-from floe.partition_stats import TablePartitionStats, partition_stats
+from floe.maintenance.partition_stats import (
+    partition_stats_file_for,
+    read_partition_stats,
+    unified_partition_type,
+)
+from floe.partition_stats import PartitionStats, TablePartitionStats, partition_stats
 from floe.scan import ScanPlan, plan_files, select_snapshot
 from floe.table import Table
 
@@ -79,6 +84,45 @@ def _parse_time_ms(text: str) -> int:
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.UTC)
     return int(when.timestamp() * 1000)
+
+
+def limit_parse(text: str | None) -> int:
+    """A preview's row count: empty is the default, else 1 to :data:`PREVIEW_MAX_ROWS`."""
+    if not (text or "").strip():
+        return PREVIEW_DEFAULT_ROWS
+    try:
+        n = int(text or "")
+    except ValueError:
+        raise ValidationError(f"limit {text!r} is not a number") from None
+    if not 1 <= n <= PREVIEW_MAX_ROWS:
+        raise ValidationError(f"limit must be between 1 and {PREVIEW_MAX_ROWS}")
+    return n
+
+
+def _when(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def selection_check(*, table: Table, selection: Selection) -> None:
+    """ValidationError, in the table's name and dates, when the selection names no state of
+    the table (floe's own messages name the table's directory and epoch milliseconds)."""
+    md = table.metadata
+    name = ".".join([*table.identifier.namespace, table.identifier.name])
+    if selection.ref is not None and selection.ref not in md.refs and selection.ref != "main":
+        known = ", ".join(sorted(md.refs)) or "none"
+        raise ValidationError(
+            f"{name} has no branch or tag named {selection.ref!r} (its refs: {known})")
+    if selection.snapshot_id is not None and all(
+            s.snapshot_id != selection.snapshot_id for s in md.snapshots):
+        raise ValidationError(f"{selection.snapshot_id} is not a snapshot of {name}")
+    if selection.as_of_ms is not None and md.snapshot_as_of(selection.as_of_ms) is None:
+        times = sorted(entry.timestamp_ms for entry in md.snapshot_log)
+        if not times:
+            raise ValidationError(f"{name} has no snapshot log to read as of a time")
+        if selection.as_of_ms < times[0]:
+            raise ValidationError(
+                f"{_when(selection.as_of_ms)} is before the first snapshot of {name}"
+                f" ({_when(times[0])}); choose a time from {_when(times[0])} on")
 
 
 def filter_check(*, table: Table, selection: Selection, text: str) -> str | None:
@@ -185,6 +229,80 @@ def table_partitions(*, table: Table, selection: Selection) -> TablePartitionSta
     stats: TablePartitionStats = CACHE.scans.get_or_load(
         (table.metadata_location, "partitions", snapshot_id), load)
     return stats
+
+
+@dataclass(frozen=True, slots=True)
+class StatsFileStatus:
+    """Whether a snapshot's partition numbers can come from a partition statistics file:
+    ``current`` (a file of this snapshot), ``stale`` (only an ancestor's file: older
+    numbers), ``missing`` (none), ``unpartitioned`` (a table without partitions has none)."""
+
+    state: str
+    path: str | None = None
+    snapshot_id: int | None = None
+
+
+def stats_file_status(*, table: Table, snapshot_id: int | None) -> StatsFileStatus:
+    md = table.metadata
+    if snapshot_id is None or all(s.is_unpartitioned for s in md.partition_specs):
+        return StatsFileStatus("unpartitioned")
+    own = partition_stats_file_for(md, snapshot_id)
+    if own is not None:
+        return StatsFileStatus("current", own.statistics_path, own.snapshot_id)
+    by_snapshot = {f.snapshot_id: f for f in md.partition_statistics}
+    for snap in md.ancestors_of(snapshot_id):
+        older = by_snapshot.get(snap.snapshot_id)
+        if older is not None:
+            return StatsFileStatus("stale", older.statistics_path, older.snapshot_id)
+    return StatsFileStatus("missing")
+
+
+def _stats_file_partitions(table: Table, status: StatsFileStatus) -> TablePartitionStats:
+    """The statistics file's rows as the page's per-partition numbers (no manifest read):
+    each row's partition (in the table's unified partition type) labelled in its own spec."""
+    from floe.inspect import partition_type_for
+
+    md = table.metadata
+    stats_file = partition_stats_file_for(md, status.snapshot_id or 0)
+    assert stats_file is not None
+    unified_ids = [f.field_id for f in unified_partition_type(md).fields]
+    out = []
+    for row in read_partition_stats(table.io, md, stats_file):
+        spec = md.spec_by_id(row.spec_id)
+        if spec is None:
+            raise ValidationError(f"{status.path}: spec {row.spec_id} is not a spec of the table")
+        ptype = partition_type_for(md, spec)
+        values = tuple(row.partition[unified_ids.index(pf.field_id)]
+                       if pf.field_id in unified_ids else None for pf in spec.fields)
+        label = ", ".join(
+            f"{pf.name}={pf.transform.to_human_string(nf.field_type, v)}"
+            for pf, nf, v in zip(spec.fields, ptype.fields, values, strict=True)
+        ) or "(unpartitioned)"
+        out.append(PartitionStats(
+            row.spec_id, values, label, record_count=row.data_record_count,
+            file_count=row.data_file_count, total_size=row.total_data_file_size_in_bytes,
+            delete_file_count=row.position_delete_file_count + row.equality_delete_file_count
+            + row.dv_count,
+            delete_record_count=row.position_delete_record_count
+            + row.equality_delete_record_count))
+    return TablePartitionStats(status.snapshot_id, sorted(out, key=lambda p: (p.spec_id,
+                                                                              p.label)))
+
+
+def table_partitions_from_stats_file(*, table: Table, selection: Selection
+                                     ) -> tuple[TablePartitionStats | None, StatsFileStatus]:
+    """The selection's per-partition numbers from its partition statistics file when it has
+    one (None otherwise), and the file's status."""
+    snap = select_snapshot(table.metadata, selection.snapshot_id, selection.as_of_ms,
+                           selection.ref).snapshot
+    status = stats_file_status(table=table, snapshot_id=None if snap is None
+                               else snap.snapshot_id)
+    if status.state != "current":
+        return None, status
+    stats: TablePartitionStats = CACHE.scans.get_or_load(
+        (table.metadata_location, "partition-stats-file", status.path),
+        lambda: _stats_file_partitions(table, status))
+    return stats, status
 
 
 # --- preview and export -----------------------------------------------------------------------

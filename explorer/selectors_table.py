@@ -11,6 +11,7 @@ manifest lists and decoded manifests are cached by file path in :mod:`explorer.c
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -20,6 +21,7 @@ from typing import Any, TypeVar
 from explorer import selectors
 from explorer.cache import CACHE
 from explorer.catalogs import check_inside
+from explorer.units import sizes_in_text
 from floe import inspect
 from floe.diff import schema_for_snapshot, schema_history, snapshot_diff, spec_history
 from floe.errors import FloeError, NotFound, ValidationError
@@ -77,6 +79,48 @@ def snapshot_get(*, table: Table, snapshot_id: int) -> Snapshot:
     if snap is None:
         raise NotFound(f"snapshot {snapshot_id} does not exist in table {table.identifier}")
     return snap
+
+
+#: Characters of a metadata file the metadata page shows (a file of 10k snapshots is large).
+METADATA_TEXT_LIMIT = 1_000_000
+
+
+def metadata_file_text(*, table: Table, path: str | None) -> dict[str, Any]:
+    """A metadata file of the table, pretty-printed: the current one, or one its metadata log
+    names (no other path is read), through the table's confined ``io``."""
+    md = table.metadata
+    known = {table.metadata_location, *(e.metadata_file for e in md.metadata_log)}
+    path = path or table.metadata_location
+    if path not in known:
+        raise NotFound(f"{path} is not a metadata file of {table.identifier}"
+                       " (neither the current one nor one of its metadata log)")
+    raw = table.io.read(path)
+    try:
+        text = json.dumps(json.loads(raw), indent=2)
+    except ValueError:
+        text = raw.decode("utf-8", "replace")
+    return {"path": path, "is_current": path == table.metadata_location, "bytes": len(raw),
+            "text": text[:METADATA_TEXT_LIMIT], "truncated": len(text) > METADATA_TEXT_LIMIT}
+
+
+def snapshot_id_of(*, table: Table, text: str | None, param: str) -> int:
+    """The snapshot a query parameter names: a snapshot id, or a branch or tag name (as the
+    scan plan and the preview take them). ValidationError naming ``param`` otherwise; an id
+    that is no snapshot of the table is NotFound later, from :func:`snapshot_get`."""
+    text = (text or "").strip()
+    if not text:
+        raise ValidationError(
+            f"query parameter {param!r} is required: a snapshot id, a branch or a tag")
+    ref = table.metadata.refs.get(text)
+    if ref is not None:
+        return ref.snapshot_id
+    try:
+        return int(text)
+    except ValueError:
+        known = ", ".join(sorted(table.metadata.refs)) or "none"
+        raise ValidationError(
+            f"query parameter {param!r}: {text!r} is neither a snapshot id nor a branch or tag"
+            f" of {table.identifier} (its refs: {known})") from None
 
 
 def _manifest_list(table: Table, snapshot: Snapshot) -> list[ManifestFile]:
@@ -140,6 +184,7 @@ def table_overview(*, table: Table) -> dict[str, Any]:
     totals = {key.replace("-", "_"): _int_or_none(summary.get(key)) for key in (
         "total-records", "total-data-files", "total-delete-files", "total-files-size",
         "total-position-deletes", "total-equality-deletes")}
+    totals.update(live_rows(totals))
     return {
         **described,
         "refs": refs,
@@ -152,6 +197,20 @@ def table_overview(*, table: Table) -> dict[str, Any]:
             for o in md.sort_orders],
         "totals": totals,
     }
+
+
+def live_rows(totals: dict[str, int | None]) -> dict[str, Any]:
+    """Rows a read returns, from the summary's totals: the data files' records less the
+    position deletes (each removes one row: exact) less the equality deletes (each removes
+    any number of rows, counted as one: an estimate). ``live_records`` None when the summary
+    lacks the totals."""
+    records = totals.get("total_records")
+    pos, eq = totals.get("total_position_deletes"), totals.get("total_equality_deletes")
+    deletes = totals.get("total_delete_files")
+    if records is None or (deletes and (pos is None or eq is None)):
+        return {"live_records": None, "live_exact": False}
+    live = max(0, records - (pos or 0) - (eq or 0))
+    return {"live_records": live, "live_exact": not eq}
 
 
 def iso_time(ms: int | None) -> str | None:
@@ -195,6 +254,9 @@ def table_health_get(*, table: Table) -> list[dict[str, Any]]:
     for m in metrics:
         v = m["value"]
         m["display"] = "—" if v is None else f"{v:.1%}" if isinstance(v, float) else str(v)
+        for key in ("threshold", "detail"):  # the core counts bytes; people read KiB, MiB
+            if isinstance(m.get(key), str):
+                m[key] = sizes_in_text(m[key])
     return metrics
 
 
@@ -251,8 +313,28 @@ def _timeline(table: Table) -> dict[str, Any]:
                    "timestamp_ms": by_id[md.refs[n].snapshot_id].timestamp_ms,
                    "lane": lanes.index(f"tag: {n}" if md.refs[n].is_tag else n)}
                   for n in [*branches, *tags] if md.refs[n].snapshot_id in by_id]
+    # The totals chart draws one line per branch along its own ancestry (a snapshot shared by
+    # two branches is on both lines): joining every snapshot in time order would draw drops
+    # between branches that no branch ever had.
+    index = {int(sid): i for i, sid in enumerate(cols["snapshot_id"])}
+    lineages = []
+    on_a_branch: set[int] = set()
+    for name in branches:
+        points = [index[s.snapshot_id] for s in _ancestors(table, md.refs[name].snapshot_id)
+                  if s.snapshot_id in index]
+        on_a_branch.update(points)
+        lineages.append({"name": name, "points": sorted(points, key=lambda i: (
+            cols["timestamp_ms"][i], i))})
+    if not branches and md.current_snapshot_id is not None:
+        points = [index[s.snapshot_id] for s in _ancestors(table, md.current_snapshot_id)
+                  if s.snapshot_id in index]
+        on_a_branch.update(points)
+        lineages.append({"name": "current", "points": sorted(points)})
+    orphans = [i for i in range(len(cols["snapshot_id"])) if i not in on_a_branch]
+    if orphans:
+        lineages.append({"name": "(no branch)", "points": orphans, "unjoined": True})
     return {"columns": cols, "count": len(cols["snapshot_id"]), "current": current,
-            "tags": tag_points, "lanes": lanes}
+            "tags": tag_points, "lanes": lanes, "lineages": lineages}
 
 
 # --- snapshots, manifests, files -----------------------------------------------------------

@@ -44,6 +44,7 @@ Kinds and their parameters (besides the table):
                                 ``branch``?, ``engine``? (auto / local / spark)
 ``rewrite_manifests``           ``spec_id``?, ``sort_by``?, ``target_size_bytes``?,
                                 ``branch``?
+``compute_partition_stats``     ``snapshot_id``? (default: the current one); partitioned tables
 ==============================  ===============================================================
 """
 
@@ -475,6 +476,13 @@ def _p_rewrite_manifests(r: _Reader, t: Table) -> None:
     r.out["branch"] = r.ref_name("branch", required=False) or "main"
 
 
+def _p_partition_stats(r: _Reader, t: Table) -> None:
+    _snapshot(r, t, required=False)
+    if all(s.is_unpartitioned for s in t.metadata.partition_specs):
+        raise TaskParamsInvalid("table", f"table {t.identifier} is not partitioned: partition "
+                                         "statistics need a partitioned table")
+
+
 # --- kinds ----------------------------------------------------------------------------------------
 
 
@@ -526,6 +534,7 @@ KINDS: dict[str, KindSpec] = {s.kind: s for s in (
     KindSpec(K.ORPHANS, None, dry_run_of=K.ORPHANS_DRY_RUN),
     KindSpec(K.COMPACT, _p_compact, retry_on_conflict=True, preview=True),
     KindSpec(K.REWRITE_MANIFESTS, _p_rewrite_manifests, retry_on_conflict=True),
+    KindSpec(K.COMPUTE_PARTITION_STATS, _p_partition_stats, retry_on_conflict=True),
 )}
 assert set(KINDS) == set(K.values), "every TaskRun.Kind needs a KindSpec"
 

@@ -42,6 +42,7 @@ from floe.maintenance import Progress
 from floe.maintenance.compaction import CompactionResult, compact
 from floe.maintenance.expire import ExpireResult, expire_snapshots
 from floe.maintenance.orphans import OrphanResult, remove_orphan_files
+from floe.maintenance.partition_stats import compute_partition_stats
 from floe.maintenance.rewrite_manifests import rewrite_manifests
 from floe.metadata import TableMetadata
 from floe.properties import MAX_SNAPSHOT_AGE_MS, MAX_SNAPSHOT_AGE_MS_DEFAULT, int_property
@@ -420,6 +421,21 @@ def rewrite_table_manifests(ctx: RunContext) -> dict[str, Any]:
             "added_manifests": capped(r.added_manifests)}
 
 
+def compute_table_partition_stats(ctx: RunContext) -> dict[str, Any]:
+    """Java's PartitionStatsHandler through floe: the snapshot's partition statistics file,
+    computed incrementally from an ancestor's file when there is one, registered in one
+    commit (nothing is written when the snapshot has one already)."""
+    table = _table(ctx)
+    r = compute_partition_stats(table, ctx.params.get("snapshot_id"),
+                                on_progress=ctx.on_progress)
+    f = r.statistics_file
+    return {**_state(table), "snapshot_id": r.snapshot_id, "partitions": r.partitions,
+            "statistics_file": f.statistics_path if f is not None else None,
+            "file_size_in_bytes": f.file_size_in_bytes if f is not None else None,
+            "incremental_from": r.incremental_from, "reused": r.reused,
+            "committed": r.committed, "warnings": list(r.warnings)}
+
+
 RUNNERS: dict[str, Runner] = {
     K.REFRESH_TABLE_STATS: refresh_table_stats,
     K.ROLLBACK: _manage(_rollback),
@@ -446,6 +462,7 @@ RUNNERS: dict[str, Runner] = {
     K.ORPHANS: orphans_confirm,
     K.COMPACT: compact_table,
     K.REWRITE_MANIFESTS: rewrite_table_manifests,
+    K.COMPUTE_PARTITION_STATS: compute_table_partition_stats,
 }
 assert set(RUNNERS) == set(K.values), "every TaskRun.Kind needs a runner"
 

@@ -1,8 +1,15 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.http import HttpRequest, HttpResponsePermanentRedirect
+from django.templatetags.static import static
 from django.urls import include, path
 
 from explorer import views, views_scan, views_tasks
+
+
+def _favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
+    return HttpResponsePermanentRedirect(static("floe/favicon.svg"))
+
 
 explorer_patterns = (
     [path("", views.table_list, name="tables")],
@@ -28,4 +35,6 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    # Browsers ask for /favicon.ico on pages without an icon link (the API's, the admin's).
+    path("favicon.ico", _favicon),
 ]

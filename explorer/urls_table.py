@@ -17,6 +17,7 @@ urlpatterns = [
     path(_s + "manifests/<int:index>/", v.manifest_detail, name="manifest"),
     path(_s + "manifests/<int:index>/files/<int:position>/", v.file_detail, name="file"),
     path(_t + "history/", v.table_history, name="history"),
+    path(_t + "metadata/", v.table_metadata, name="metadata"),
     path(_t + "diff/", v.table_diff, name="diff"),
     path("assets/plotly-<str:version>.min.js", v.plotly_js, name="plotly_js"),
 ]

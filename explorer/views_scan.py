@@ -7,6 +7,7 @@ errors (unknown table or snapshot, unreadable manifest) go to the one mapping in
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +22,7 @@ from django.views.decorators.http import require_GET
 from explorer import selectors
 from explorer import selectors_scan as scan
 from explorer.auth import expensive_read, read_access_required
+from explorer.units import size_text
 from floe.errors import ValidationError
 from floe.partition_stats import size_histogram
 from floe.table import Table
@@ -33,13 +35,7 @@ def _open(catalog: str, ns: str, table: str) -> Table:
 
 
 def _size_label(n: int | None) -> str:
-    if n is None:
-        return "∞"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024:
-            return f"{n:g} {unit}"
-        n //= 1024
-    return f"{n} TiB"
+    return "∞" if n is None else size_text(n)
 
 
 def _histogram_figure(sizes: list[int], title: str) -> str:
@@ -58,9 +54,18 @@ def _histogram_figure(sizes: list[int], title: str) -> str:
 @read_access_required
 def partitions(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpResponse:
     t = _open(catalog, ns, table)
-    selection = scan.selection_parse(snapshot=request.GET.get("snapshot"),
-                                     ref=request.GET.get("ref"))
-    stats = scan.table_partitions(table=t, selection=selection)
+    try:
+        selection = scan.selection_parse(snapshot=request.GET.get("snapshot"),
+                                         ref=request.GET.get("ref"))
+        scan.selection_check(table=t, selection=selection)
+    except ValidationError as exc:  # shown above the form, which keeps what was typed
+        return render(request, "explorer/partitions.html", {
+            "state": selectors.table_ref(t), "error": str(exc),
+            "typed": request.GET.get("snapshot", "")}, status=400)
+    file_stats, stats_file = scan.table_partitions_from_stats_file(table=t, selection=selection)
+    from_file = file_stats is not None and request.GET.get("source") != "manifests"
+    stats = file_stats if from_file and file_stats is not None else scan.table_partitions(
+        table=t, selection=selection)
     ordered = sorted(stats.partitions, key=lambda p: (-p.total_size, p.label))
     page = Paginator(ordered, settings.FLOE_PAGE_SIZE).get_page(request.GET.get("page"))
     chosen = stats.find(request.GET.get("partition", "")) if request.GET.get("partition") else None
@@ -81,10 +86,13 @@ def partitions(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpR
     return render(request, "explorer/partitions.html", {
         "state": selectors.table_ref(t), "stats": stats, "totals": stats.totals(), "skew": skew,
         "page": page,
-        "chosen": chosen, "selection": selection,
-        "table_histogram": _histogram_figure(stats.file_sizes, "File sizes, whole table"),
+        "chosen": chosen, "selection": selection, "from_file": from_file,
+        "stats_file": stats_file,
+        # A statistics file has no per-file sizes: the histograms come from the manifests.
+        "table_histogram": None if from_file else _histogram_figure(
+            stats.file_sizes, "File sizes, whole table"),
         "partition_histogram": (_histogram_figure(chosen.file_sizes, f"File sizes, {chosen.label}")
-                                if chosen is not None else None),
+                                if chosen is not None and not from_file else None),
         "skew_figure": skew_figure,
     })
 
@@ -137,6 +145,7 @@ def plan(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpRespons
                                "refs": sorted(t.metadata.refs)}
     try:
         selection = scan.selection_parse(snapshot=form["snapshot"], ref=form["ref"])
+        scan.selection_check(table=t, selection=selection)
         row_filter = scan.filter_check(table=t, selection=selection, text=form["filter"])
     except ValidationError as exc:
         context["error"] = str(exc)
@@ -175,9 +184,10 @@ def preview(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpResp
     try:
         selection = scan.selection_parse(snapshot=form["snapshot"], as_of=form["as_of"],
                                          ref=form["ref"])
+        scan.selection_check(table=t, selection=selection)
         row_filter = scan.filter_check(table=t, selection=selection, text=form["filter"])
         columns = scan.columns_parse(table=t, selection=selection, text=form["columns"])
-        limit = _limit(form["limit"])
+        limit = scan.limit_parse(form["limit"])
     except ValidationError as exc:
         context["error"] = str(exc)
         return render(request, "explorer/preview.html", context, status=400)
@@ -202,23 +212,26 @@ def preview(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpResp
     return render(request, "explorer/preview.html", context)
 
 
-def _limit(text: str) -> int:
-    if not text.strip():
-        return scan.PREVIEW_DEFAULT_ROWS
-    try:
-        n = int(text)
-    except ValueError:
-        raise ValidationError(f"limit {text!r} is not a number") from None
-    if not 1 <= n <= scan.PREVIEW_MAX_ROWS:
-        raise ValidationError(f"limit must be between 1 and {scan.PREVIEW_MAX_ROWS}")
-    return n
-
-
-def _cell(value: Any) -> str:
+def _cell(value: Any, nested: bool = False) -> str:
+    """A value as Iceberg / SQL prints it: ``null``, ``true``, structs ``{a: 10}``, maps
+    ``{'k10': 10}``, lists ``[1, 2]``, binary as hex, times in ISO-8601; strings quoted inside
+    a nested value only."""
     if value is None:
         return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, bytes):
-        return value.hex()
+        return "X'" + value.hex().upper() + "'" if nested else value.hex()
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'" if nested else value
+    if isinstance(value, dict):  # a struct
+        return "{" + ", ".join(f"{k}: {_cell(v, True)}" for k, v in value.items()) + "}"
+    if isinstance(value, list) and value and all(isinstance(x, tuple) for x in value):  # a map
+        return "{" + ", ".join(f"{_cell(k, True)}: {_cell(v, True)}" for k, v in value) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_cell(v, True) for v in value) + "]"
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value.isoformat()
     return str(value)
 
 

@@ -119,3 +119,51 @@ def postgres_url() -> Iterator[str]:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+# -- Headless Chromium ----------------------------------------------------------------------
+# Debian's ``chromium`` driven by Playwright, one per test session, for every browser test
+# (tests/browser, tests/explorer, tests/interop): Playwright's sync API allows one instance
+# per thread. ``FLOE_REQUIRE_BROWSER=1`` (``make test`` sets it) turns "Chromium cannot
+# start" from a skip into a failure. Screenshots go to ``test-artifacts/``.
+
+CHROMIUM = os.environ.get("FLOE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+
+
+def browser_unavailable(reason: str) -> None:
+    if os.environ.get("FLOE_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"FLOE_REQUIRE_BROWSER=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """The session's headless Chromium (a Playwright ``Browser``)."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        browser_unavailable("the playwright package is not installed")
+    if not os.path.exists(CHROMIUM):
+        browser_unavailable(f"{CHROMIUM} does not exist (apt-get install chromium)")
+    # Playwright's sync API runs an event loop in the test thread; the test thread itself
+    # only sets settings and rows, the pages are served by the live server's thread.
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_playwright() as p:
+        try:
+            b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        except Exception as exc:  # noqa: BLE001 - any launch failure means "no browser"
+            browser_unavailable(f"Chromium did not start: {exc}")
+        yield b
+        b.close()
+
+
+def screenshot(page: Any, name: str, *, full_page: bool = True) -> Path:
+    """Save the page as ``test-artifacts/browser-<name>.png``."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"browser-{name}.png"
+    page.screenshot(path=str(path), full_page=full_page)
+    return path

@@ -85,6 +85,7 @@ def valid_params(lake: Path, kind: str) -> dict[str, Any]:
         "remove_orphan_files": {"dry_run_task_id": dry_run(lake, "remove_orphan_files_dry_run")},
         "compact": {**table, "options": {"min-input-files": 2}},
         "rewrite_manifests": table,
+        "compute_partition_stats": table,
     }
     assert set(by_kind) == set(TaskRun.Kind.values)
     return by_kind[kind]

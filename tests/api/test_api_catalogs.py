@@ -64,7 +64,9 @@ def test_tables_paginate_and_search(api: APIClient, warehouse: Path) -> None:
     body = api.get("/api/catalogs/local/namespaces/staging/tables/", {"q": "brok"}).json()
     assert [t["name"] for t in body["results"]] == ["broken"]
     assert body["results"][0]["error"].endswith("malformed JSON at line 1 column 2: Expecting property name enclosed in double quotes")
-    assert api.get("/api/catalogs/local/namespaces/staging/tables/", {"page": 9}).status_code == 404
+    past = api.get("/api/catalogs/local/namespaces/staging/tables/", {"page": 9})
+    assert past.status_code == 400  # a page past the end says so (issue 13), not "not found"
+    assert "page 9 does not exist" in past.json()["detail"]
 
 
 def test_nested_namespace_by_dotted_name(api: APIClient, warehouse: Path) -> None:

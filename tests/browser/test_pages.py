@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.urls import NoReverseMatch, Resolver404, resolve
 
-from tests.browser.conftest import screenshot
+from tests.conftest import screenshot
 
 TABLE = "/catalogs/local/namespaces/web/tables/events/"
 pytestmark = pytest.mark.django_db(transaction=True)

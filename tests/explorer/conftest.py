@@ -20,16 +20,6 @@ from explorer.models import TaskRun
 from tests.explorer.tasks_support import Worker, redis_url, wait_for, worker_env
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run tests/explorer's browser module first: Playwright's sync API allows one instance
-    per thread, and tests/browser keeps its Chromium for the whole session, so this module's
-    own (module-scoped) one must be closed before that one starts."""
-    first = [i for i in items if Path(str(i.fspath)).name == "test_task_pages_browser.py"]
-    if first:
-        rest = [i for i in items if i not in first]
-        items[:] = first + rest
-
-
 @pytest.fixture(autouse=True)
 def _fresh_rate_limit() -> Iterator[None]:
     cache.clear()

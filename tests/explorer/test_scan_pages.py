@@ -139,7 +139,10 @@ def test_a_bad_filter_is_a_400_next_to_the_form(client: Client, template_demo: P
 def test_plan_by_ref_and_unknown_snapshot(client: Client, template_demo: Path) -> None:
     assert client.get(f"{EVENTS}/plan/", {"ref": "main"}).status_code == 200
     response = client.get(f"{EVENTS}/plan/", {"snapshot": "123"})
-    assert response.status_code == 404 and "123" in response.content.decode()
+    # shown above the form (issue 13), in the table's name
+    assert response.status_code == 400
+    assert "123 is not a snapshot of web.events" in response.content.decode()
+    assert 'id="plan-form"' in response.content.decode()
     assert client.get(f"{EVENTS}/plan/", {"snapshot": "abc"}).status_code == 400
 
 
@@ -181,9 +184,13 @@ def test_preview_bad_input_is_400(client: Client, template_demo: Path, query: di
     assert client.get(f"{EVENTS}/preview/", query).status_code == 400
 
 
-def test_preview_before_the_first_snapshot_is_404(client: Client, template_demo: Path) -> None:
+def test_preview_before_the_first_snapshot_says_so_above_the_form(client: Client,
+                                                                  template_demo: Path) -> None:
     response = client.get(f"{EVENTS}/preview/", {"as_of": "1970-01-02T00:00:00"})
-    assert response.status_code == 404
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "1970-01-02 00:00:00 UTC is before the first snapshot of web.events" in html
+    assert 'value="1970-01-02T00:00:00"' in html  # the form keeps what was typed
 
 
 # --- bad input ----------------------------------------------------------------------------------

@@ -66,7 +66,7 @@ def test_overview_shows_the_metadata_and_current_totals(client: Client, history:
     for key in ["small_file_ratio", "delete_file_ratio", "deleted_row_ratio", "manifests_per_snapshot",
                 "snapshots_not_expired"]:
         assert f'data-metric="{key}"' in html
-    assert "write.target-file-size-bytes (67108864 bytes) = 16777216 bytes" in html
+    assert "write.target-file-size-bytes (64.0 MiB) = 16.0 MiB" in html
     assert "history.expire.max-snapshot-age-ms (432000000 ms)" in html
     # timeline: data embedded, plotly served locally, no CDN
     assert 'id="timeline-data"' in html and "cdn" not in html.lower()
@@ -202,7 +202,7 @@ def test_diff_page_lists_added_and_removed_files(client: Client, history: Histor
         ("/catalogs/local/namespaces/../tables/orders/", 400, "invalid namespace"),
         ("/catalogs/local/namespaces/shop/tables/..orders/", 400, "invalid table name"),
         ("/catalogs/local/namespaces/shop..x/tables/orders/", 400, "invalid namespace"),
-        (BASE + "diff/?from=abc&to=1", 400, "must be a snapshot id"),
+        (BASE + "diff/?from=abc&to=1", 400, "neither a snapshot id nor a branch or tag"),
     ],
 )
 def test_bad_input(client: Client, history: HistoryTable, url: str, status: int, message: str) -> None:

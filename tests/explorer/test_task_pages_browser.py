@@ -17,32 +17,10 @@ from django.test import Client
 from django.utils import timezone
 
 from explorer.models import TaskRun
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, _unavailable, screenshot
+from tests.conftest import screenshot
 from tests.explorer.tasks_support import Worker, load, make_table, unique, user_with
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """Chromium for this module only: Playwright's sync API runs one instance per thread, so
-    this one is closed before tests/browser's session-wide one starts (tests/explorer's
-    conftest runs this module first)."""
-    import os
-
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("the playwright package is not installed")
-    if not os.path.exists(CHROMIUM):
-        _unavailable(f"{CHROMIUM} does not exist (apt-get install chromium)")
-    with sync_playwright() as p:
-        try:
-            b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        except Exception as exc:  # noqa: BLE001 - any launch failure means "no browser"
-            _unavailable(f"Chromium did not start: {exc}")
-        yield b
-        b.close()
 
 
 @pytest.fixture

@@ -73,3 +73,40 @@ def test_a_task_changes_a_sql_catalog_table_through_the_api(
     assert outsider.post("/api/tasks/", {"kind": "compact", "params": {
         "catalog": name, "namespace": "ns", "table": "events"}},
         format="json").status_code == 403
+
+
+def test_a_rollback_queued_from_the_actions_page_changes_a_sql_catalog_table(
+        on_worker: Worker, sql_catalog: tuple[str, str, Path], settings: Any) -> None:
+    """The Actions page of a SQL catalog's table: the rollback form's POST queues a run, the
+    real worker commits it through the catalog, and the table's pages show the new state."""
+    from django.test import Client
+
+    from explorer.models import TaskRun
+
+    name, uri, warehouse = sql_catalog
+    catalog = SqlCatalog(name, uri, str(warehouse))
+    try:
+        first = catalog.load_table("ns.events").snapshots()[0].snapshot_id
+    finally:
+        catalog.close()
+    client = Client()
+    client.force_login(user_with("mia", "maintainer", catalog=name))
+    page = f"/catalogs/{name}/namespaces/ns/tables/events/"
+    actions = client.get(page + "actions/")
+    assert actions.status_code == 200 and 'value="rollback"' in actions.content.decode()
+    response = client.post(page + "actions/run/", {"kind": "rollback", "op": "queue",
+                                                    "snapshot_id": str(first)})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    run = TaskRun.objects.get(pk=int(response["Location"].rstrip("/").rsplit("/", 1)[1]))
+    assert (run.catalog, run.kind, run.created_via) == (name, "rollback", "session")
+    run = finished(run.pk, worker=on_worker)
+    assert run.state == "SUCCEEDED", (run.error, on_worker.log_tail())
+    catalog = SqlCatalog(name, uri, str(warehouse))
+    try:
+        assert catalog.load_table("ns.events").current_snapshot().snapshot_id == first
+    finally:
+        catalog.close()
+    overview = client.get(page).content.decode()
+    assert f'id="current-snapshot"><a href="{page}snapshots/{first}/"' in overview
+    audit = client.get(page + "audit/").content.decode()
+    assert 'data-source="floe" data-action="rollback" data-actor="mia"' in audit

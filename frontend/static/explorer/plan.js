@@ -5,7 +5,7 @@
       var target = document.getElementById(el.dataset.chart);
       if (!target || !window.Plotly) return;
       var fig = JSON.parse(el.textContent);
-      window.Plotly.newPlot(target, fig.data, fig.layout, {displaylogo: false, responsive: true})
+      window.Plotly.newPlot(target, fig.data, fig.layout, {displaylogo: false, responsive: true, modeBarButtonsToRemove: ["sendDataToCloud"], showSendToCloud: false, showEditInChartStudio: false})
         .then(function () { target.dataset.drawn = "true"; });
     });
   }

@@ -60,26 +60,61 @@
     yaxis: { type: "category", categoryorder: "array", categoryarray: data.lanes.slice().reverse() },
     xaxis: { type: "date" }
   };
-  Plotly.newPlot(el, traces, layout, { responsive: true, displaylogo: false });
+  Plotly.newPlot(el, traces, layout,
+                 { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["sendDataToCloud"], showSendToCloud: false, showEditInChartStudio: false });
   el.on("plotly_click", function (ev) {
     if (ev.points && ev.points.length && ev.points[0].customdata) window.location.href = ev.points[0].customdata;
   });
 
+  // Totals: three small charts over one time axis (rows, data files, size), one line per
+  // branch along its own ancestry, whole-number ticks for counts.
   var totalsEl = document.getElementById("totals-chart");
   if (!totalsEl) return;
-  var xs = c.timestamp_ms.map(function (t) { return new Date(t); });
-  function series(key, name, axis) {
-    return { type: "scattergl", mode: "lines+markers", name: name, x: xs, yaxis: axis,
-             y: c[key], marker: { size: 4 } };
+  var palette = ["#2563eb", "#d97706", "#7c3aed", "#059669", "#db2777", "#0891b2", "#65a30d"];
+  function niceStep(max) {
+    if (!(max > 0)) return 1;
+    var raw = max / 4, p = Math.pow(10, Math.floor(Math.log10(raw))), m = raw / p;
+    var step = (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+    return Math.max(1, Math.round(step));
   }
-  Plotly.newPlot(totalsEl, [
-    series("total_records", "records", "y"),
-    series("total_data_files", "data files", "y2"),
-    series("total_files_size", "bytes", "y3")
-  ], {
-    margin: { l: 60, r: 120, t: 10, b: 40 }, xaxis: { type: "date", domain: [0, 0.85] },
-    yaxis: { title: { text: "records" } },
-    yaxis2: { title: { text: "files" }, overlaying: "y", side: "right" },
-    yaxis3: { title: { text: "bytes" }, overlaying: "y", side: "right", position: 0.95, anchor: "free" }
-  }, { responsive: true, displaylogo: false });
+  var panels = [
+    { key: "total_records", title: "rows in data files", axis: "y", integer: true },
+    { key: "total_data_files", title: "data files", axis: "y2", integer: true },
+    { key: "total_files_size", title: "size (MiB)", axis: "y3", scale: 1 / 1048576 }
+  ];
+  var totalsTraces = [];
+  data.lineages.forEach(function (lineage, n) {
+    var colour = lineage.unjoined ? "#9ca3af" : palette[n % palette.length];
+    panels.forEach(function (panel, k) {
+      var idx = lineage.points.filter(function (i) { return c[panel.key][i] !== null; });
+      totalsTraces.push({
+        type: "scatter", mode: lineage.unjoined ? "markers" : "lines+markers",
+        name: lineage.name, legendgroup: lineage.name, showlegend: k === 0,
+        line: { color: colour, shape: "hv" }, marker: { color: colour, size: 5 },
+        x: idx.map(function (i) { return new Date(c.timestamp_ms[i]); }),
+        y: idx.map(function (i) { var v = c[panel.key][i]; return panel.scale ? v * panel.scale : v; }),
+        customdata: idx.map(function (i) { return url(c.snapshot_id[i]); }),
+        text: idx.map(function (i) { return lineage.name + " · " + c.snapshot_id[i]; }),
+        hovertemplate: "%{text}<br>" + panel.title + ": %{y:,}<extra></extra>", yaxis: panel.axis
+      });
+    });
+  });
+  var totalsLayout = {
+    margin: { l: 70, r: 20, t: 10, b: 40 }, hovermode: "closest", showlegend: true,
+    legend: { orientation: "h", y: 1.08 }, grid: { rows: 3, columns: 1, pattern: "coupled" },
+    xaxis: { type: "date" }
+  };
+  panels.forEach(function (panel, k) {
+    var values = [];
+    totalsTraces.forEach(function (t) { if (t.yaxis === panel.axis) values = values.concat(t.y); });
+    var max = values.length ? Math.max.apply(null, values) : 0;
+    var axis = { title: { text: panel.title, font: { size: 11 } }, rangemode: "tozero", separatethousands: true };
+    if (panel.integer) { axis.tickformat = ",d"; axis.dtick = niceStep(max); }
+    totalsLayout["yaxis" + (k ? k + 1 : "")] = axis;
+  });
+  Plotly.newPlot(totalsEl, totalsTraces, totalsLayout,
+                 { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["sendDataToCloud"], showSendToCloud: false, showEditInChartStudio: false });
+  totalsEl.on("plotly_click", function (ev) {
+    if (ev.points && ev.points.length && ev.points[0].customdata) window.location.href = ev.points[0].customdata;
+  });
 })();

@@ -1,0 +1,53 @@
+"""Numbers for people, the same on every page (a builtin of the templates, no ``load``):
+``{{ n|bytes }}`` is a size in binary units (KiB, MiB, …, as the charts' axes) with the exact
+byte count on hover; ``{{ n|count }}`` a count with thousands separators, "—" for unknown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.contrib.humanize.templatetags.humanize import intcomma
+from django.utils.html import format_html
+
+from explorer.units import size_text
+
+register = template.Library()
+
+@register.filter(name="bytes")
+def bytes_(n: Any) -> str:
+    if n is None or n == "":
+        return "—"
+    try:
+        number = int(n)
+    except (TypeError, ValueError):
+        return str(n)
+    return format_html('<span class="size" title="{} bytes">{}</span>', intcomma(number),
+                       size_text(number))
+
+
+@register.filter
+def count(n: Any) -> str:
+    if n is None or n == "":
+        return "—"
+    return str(intcomma(n))
+
+
+_CONTENT = {"data": "Data", "position_deletes": "Position delete",
+            "equality_deletes": "Equality delete"}
+
+
+@register.filter
+def content_label(content: Any) -> str:
+    """A manifest entry's content for a heading: ``position_deletes`` → ``Position delete``."""
+    return _CONTENT.get(str(content), str(content).replace("_", " ").capitalize())
+
+
+@register.filter
+def summary_value(value: Any, key: str) -> str:
+    """A snapshot summary value: sizes (``…-size``) in binary units, counts with separators,
+    anything else as written."""
+    text = str(value)
+    if not text.lstrip("-").isdigit():
+        return text
+    return bytes_(int(text)) if key.endswith("-size") else count(int(text))

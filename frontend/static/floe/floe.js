@@ -1,0 +1,69 @@
+/* Every page: wide tables scroll inside their own box (never the page), cut-off cells show
+   their whole value on hover, tables with class "sortable" sort by a click on a column
+   heading (within each tbody: a group's rows stay in their group), and an input with
+   data-filter-for="ID" hides the rows of table ID that do not contain its text. */
+(function () {
+  "use strict";
+  function wrap(table) {
+    if (table.parentElement && table.parentElement.classList.contains("scroll")) return;
+    var box = document.createElement("div");
+    box.className = "scroll";
+    table.parentNode.insertBefore(box, table);
+    box.appendChild(table);
+  }
+  function titles(root) {
+    root.querySelectorAll("td, dd, code").forEach(function (cell) {
+      if (!cell.title && cell.scrollWidth > cell.clientWidth + 1) cell.title = cell.textContent.trim();
+    });
+  }
+  function key(cell) {
+    if (!cell) return "";
+    var raw = cell.getAttribute("data-sort");
+    if (raw === null) raw = cell.textContent.trim();
+    var n = Number(raw.replace(/,/g, ""));
+    return raw !== "" && !isNaN(n) ? n : raw.toLowerCase();
+  }
+  function sortable(table) {
+    var heads = table.tHead ? table.tHead.rows[0].cells : [];
+    Array.prototype.forEach.call(heads, function (th, col) {
+      th.classList.add("sort-head");
+      th.setAttribute("role", "button");
+      th.title = "Sort by " + th.textContent.trim();
+      th.addEventListener("click", function () {
+        var dir = th.getAttribute("aria-sort") === "ascending" ? -1 : 1;
+        Array.prototype.forEach.call(heads, function (h) { h.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", dir === 1 ? "ascending" : "descending");
+        Array.prototype.forEach.call(table.tBodies, function (body) {
+          var rows = Array.prototype.filter.call(body.rows, function (r) { return !r.classList.contains("group"); });
+          rows.sort(function (a, b) {
+            var x = key(a.cells[col]), y = key(b.cells[col]);
+            if (typeof x !== typeof y) { x = String(x); y = String(y); }
+            return x < y ? -dir : x > y ? dir : 0;
+          });
+          rows.forEach(function (r) { body.appendChild(r); });
+        });
+      });
+    });
+  }
+  function filterable(input) {
+    var table = document.getElementById(input.getAttribute("data-filter-for"));
+    if (!table) return;
+    input.addEventListener("input", function () {
+      var needle = input.value.trim().toLowerCase();
+      Array.prototype.forEach.call(table.tBodies, function (body) {
+        Array.prototype.forEach.call(body.rows, function (r) {
+          if (r.classList.contains("group")) return;
+          r.hidden = needle !== "" && r.textContent.toLowerCase().indexOf(needle) < 0;
+        });
+      });
+    });
+  }
+  function init() {
+    document.querySelectorAll("main table.data").forEach(wrap);
+    document.querySelectorAll("table.sortable").forEach(sortable);
+    document.querySelectorAll("input[data-filter-for]").forEach(filterable);
+    titles(document);
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();

@@ -1,0 +1,177 @@
+"""Issue 13 in a real browser, one test per defect of the pages (the client-side halves are
+in tests/explorer/test_newcomer_pages.py and tests/api/test_api_newcomer.py): one navigation
+for every table page, nothing wider than a 1,400 px window, a totals chart that follows each
+branch with whole-number ticks, errors next to the form, diffs picked from lists, an API
+reference served by the site, sortable lists, no "share" button to an external service."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from tests.conftest import screenshot
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+EVENTS = "/catalogs/local/namespaces/web/tables/events/"
+SESSIONS = "/catalogs/local/namespaces/web/tables/sessions/"
+TABS = ["Overview", "Snapshots", "Partitions", "Scan plan", "Preview", "History & evolution",
+        "Diff", "Tasks", "Audit"]
+
+
+@pytest.fixture
+def wide(browser: Any) -> Any:
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
+
+
+def _tabs(page: Any) -> list[str]:
+    return [t.strip() for t in page.locator("#table-tabs a").all_inner_texts()]
+
+
+def test_every_table_page_is_reached_from_one_navigation(page: Any, site: str) -> None:
+    """Defect 2: Partitions, Scan plan and Preview were not linked from the table's tabs."""
+    page.goto(site + EVENTS)
+    assert _tabs(page) == TABS
+    for name, path in (("Partitions", "partitions/"), ("Scan plan", "plan/"),
+                       ("Preview", "preview/"), ("Diff", "diff/")):
+        with page.expect_navigation():
+            page.locator("#table-tabs a", has_text=re.compile(f"^{name}$")).click()
+        assert page.url.endswith(EVENTS + path)
+        assert _tabs(page) == TABS  # the same navigation on every table page
+        assert page.locator("#table-tabs a[aria-current=page]").inner_text() == name
+
+
+def _width(page: Any) -> int:
+    return int(page.evaluate("() => document.documentElement.scrollWidth"))
+
+
+def test_wide_pages_scroll_inside_their_tables(wide: Any, site: str) -> None:
+    """Defect 4: preview rows, scan-plan paths and manifest tables made the page wider than
+    the window."""
+    wide.goto(site + SESSIONS + "preview/?limit=50")
+    assert wide.locator("#rows tbody tr").count() == 50
+    assert _width(wide) <= 1400
+    wide.goto(site + EVENTS + "plan/?files=all")
+    assert _width(wide) <= 1400
+    cut = wide.locator("#manifests td.mono").first
+    assert cut.get_attribute("title"), "a cut-off path shows in full on hover"
+    wide.goto(site + SESSIONS + "snapshots/")
+    wide.locator("#snapshots a").nth(0).click()
+    wide.wait_for_selector("#manifests")
+    assert _width(wide) <= 1400
+    assert wide.locator("header.topbar").bounding_box()["width"] >= 1400 - 20
+    screenshot(wide, "newcomer-snapshot")
+
+
+def test_the_totals_chart_follows_each_branch_with_whole_number_ticks(page: Any, site: str
+                                                                     ) -> None:
+    """Defect 5: three stacked auto-scaled axes, fractional file-count ticks, and lines
+    joining snapshots of different branches in time order."""
+    page.goto(site + SESSIONS)
+    page.wait_for_function("() => { const gd = document.getElementById('totals-chart');"
+                           " return gd && gd._fullLayout && gd._fullLayout.yaxis3; }")
+    traces = page.evaluate("() => document.getElementById('totals-chart')._fullData.map("
+                           "t => ({name: t.name, axis: t.yaxis, y: Array.from(t.y)}))")
+    rows = {t["name"]: t["y"] for t in traces if t["axis"] == "y"}
+    assert set(rows) == {"main", "dev"}
+    # main never shows dev's 95 rows, dev never shows main's later totals.
+    assert 95 not in rows["main"] and rows["dev"] == [40, 70, 95]
+    assert rows["main"][:2] == [40, 70]
+    ticks = page.evaluate("() => { const L = document.getElementById('totals-chart')._fullLayout;"
+                          " return [L.yaxis, L.yaxis2].flatMap(a => a._vals.map(v => v.text)); }")
+    assert ticks and all(re.fullmatch(r"[\d,]+", t) for t in ticks), ticks
+    titles = page.evaluate("() => { const L = document.getElementById('totals-chart')._fullLayout;"
+                           " return [L.yaxis, L.yaxis2, L.yaxis3].map(a => a.domain[0]); }")
+    assert len(set(titles)) == 3  # three panels, not three axes over one another
+    screenshot(page, "newcomer-totals")
+
+
+def test_no_share_button_to_an_external_service(page: Any, site: str) -> None:
+    """Defect 11: plotly's toolbar offered to send the data to Chart Studio."""
+    page.goto(site + EVENTS)
+    page.wait_for_selector("#timeline .modebar", state="attached")
+    titles = page.eval_on_selector_all(".modebar-btn", "els => els.map(e => e.dataset.title)")
+    assert titles and not [t for t in titles if re.search("cloud|studio|share", t or "", re.I)]
+
+
+def test_errors_keep_the_form_the_user_typed_into(page: Any, site: str) -> None:
+    """Defect 6: Diff and Preview replaced the form with an error page naming a directory
+    and epoch milliseconds."""
+    page.goto(site + EVENTS + "preview/")
+    page.fill("#id_as_of", "2001-01-01T00:00:00Z")
+    page.fill("#id_columns", "event_id")
+    with page.expect_navigation():
+        page.click("#preview-form button[type=submit]")
+    error = page.locator("#preview-error").inner_text()
+    assert "web.events" in error and "2001-01-01 00:00:00 UTC" in error
+    assert "/" not in error.split("UTC")[0] and not re.search(r"\d{13}", error)
+    assert page.input_value("#id_as_of") == "2001-01-01T00:00:00Z"
+    assert page.input_value("#id_columns") == "event_id"
+    page.goto(site + EVENTS + "diff/")
+    page.fill("#id_from", "nightly")
+    page.fill("#id_to", "main")
+    with page.expect_navigation():
+        page.click("#diff-form button[type=submit]")
+    assert "'nightly' is neither a snapshot id nor a branch or tag of web.events" in \
+        page.locator("#diff-error").inner_text()
+    assert page.input_value("#id_from") == "nightly"
+    assert _tabs(page) == TABS
+
+
+def test_diff_is_picked_from_the_snapshot_list_or_a_snapshot_page(page: Any, site: str) -> None:
+    """Defect 7: two 19-digit ids typed by hand."""
+    page.goto(site + SESSIONS + "snapshots/")
+    radios = page.locator("#snapshots input[name=from]")
+    radios.nth(radios.count() - 1).check()  # the oldest
+    with page.expect_navigation():
+        page.click("#compare-form button[type=submit]")
+    assert "/diff/?" in page.url and "from=" in page.url and "to=" in page.url
+    assert page.locator("#diff-summary").is_visible()
+    page.goto(site + SESSIONS + "snapshots/")
+    page.locator("#snapshots tbody tr").first.locator("td.mono a").click()
+    with page.expect_navigation():
+        page.click("#diff-parent")
+    assert page.locator("#diff-summary tr[data-side=added]").is_visible()
+    page.goto(site + SESSIONS + "diff/?from=v1&to=dev")
+    assert page.locator("#diff-summary tr[data-side=added] [data-col=rows]").inner_text() == "25"
+
+
+def test_the_api_reference_is_served_by_the_site_and_calls_the_api(page: Any, site: str) -> None:
+    """Defect 8: the "API schema" link downloaded a YAML file."""
+    page.goto(site + "/")
+    with page.expect_navigation():
+        page.click("header.topbar a:text-is('API')")
+    assert page.url.endswith("/api/reference/")
+    scripts = page.eval_on_selector_all("script[src]", "els => els.map(e => e.src)")
+    assert scripts and all(s.startswith(site) for s in scripts)  # no CDN
+    op = page.locator("details#op-catalogs_namespaces_list")
+    op.locator("summary").click()
+    op.locator("input[name=catalog]").fill("local")
+    op.locator("button[type=submit]").click()
+    result = op.locator("pre.result")
+    result.filter(has_text="→ 200").wait_for()
+    assert '"name": "web"' in result.inner_text()
+    screenshot(page, "newcomer-api-reference")
+
+
+def test_lists_sort_by_a_click_on_a_heading(page: Any, site: str) -> None:
+    """Defect 11: the home page was one flat list; lists could not be sorted."""
+    page.goto(site + "/")
+    groups = page.eval_on_selector_all("#tables tbody", "els => els.map(e => e.dataset.group)")
+    assert groups == ["local/iot", "local/sales", "local/web"]
+    web = page.locator("#tables tbody[data-group='local/web'] tr[data-table]")
+    assert web.evaluate_all("rows => rows.map(r => r.dataset.table)") == ["web.events",
+                                                                         "web.sessions"]
+    page.click("#tables thead th:text-is('Rows in data files')")
+    page.click("#tables thead th:text-is('Rows in data files')")  # descending
+    assert web.evaluate_all("rows => rows.map(r => r.dataset.table)") == ["web.events",
+                                                                         "web.sessions"]
+    page.click("#tables thead th:text-is('Rows in data files')")  # ascending
+    assert web.evaluate_all("rows => rows.map(r => r.dataset.table)") == ["web.sessions",
+                                                                         "web.events"]
