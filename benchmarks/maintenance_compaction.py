@@ -137,18 +137,8 @@ def _status_kb(pid: int, key: str) -> int:
     return 0
 
 
-def _jvm(client: Any) -> int | None:
-    """The pid of the JVM under the oracle server (the process with the largest RSS)."""
-    pids = _descendants(client.proc.pid)
-    return max(pids, key=lambda p: _status_kb(p, "VmRSS"), default=None)
-
-
-def _spark(warehouse: Path, name: str, python: str) -> tuple[dict[str, Any], Any]:
-    sys.path.insert(0, str(HERE.parent / "tests" / "interop"))
-    from oracle_client import OracleClient
-
-    client = OracleClient(python, ORACLE_DIR, warehouse, warehouse / "oracle.log")
-    client.sql(f"SELECT count(*) AS n FROM oracle.db.{name}")  # warm: not timed
+def spark_call(client: Any, sql: str) -> tuple[list[dict[str, Any]], float, float]:
+    """Run ``sql`` in the oracle's Spark: (rows, seconds, peak RSS MB of the JVM meanwhile)."""
     jvm = _jvm(client)
     peak = [0]
     stop = threading.Event()
@@ -162,12 +152,31 @@ def _spark(warehouse: Path, name: str, python: str) -> tuple[dict[str, Any], Any
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     t0 = time.perf_counter()
-    (row,) = client.sql(f"CALL oracle.system.rewrite_data_files(table => 'db.{name}')")
+    rows = client.sql(sql)
     seconds = time.perf_counter() - t0
     stop.set()
     sampler.join()
+    return rows, seconds, peak[0] / 1024
+
+
+def _jvm(client: Any) -> int | None:
+    """The pid of the JVM under the oracle server (the process with the largest RSS)."""
+    pids = _descendants(client.proc.pid)
+    return max(pids, key=lambda p: _status_kb(p, "VmRSS"), default=None)
+
+
+def _spark(warehouse: Path, name: str, python: str) -> tuple[dict[str, Any], Any]:
+    sys.path.insert(0, str(HERE.parent / "tests" / "interop"))
+    from oracle_client import OracleClient
+
+    client = OracleClient(python, ORACLE_DIR, warehouse, warehouse / "oracle.log")
+    client.sql(f"SELECT count(*) AS n FROM oracle.db.{name}")  # warm: not timed
+    jvm = _jvm(client)
+    (row,), seconds, peak_mb = spark_call(client,
+                                          f"CALL oracle.system.rewrite_data_files(table => "
+                                          f"'db.{name}')")
     return {"seconds": seconds, "rewritten": row["rewritten_data_files_count"],
-            "added": row["added_data_files_count"], "peak_mb": peak[0] / 1024,
+            "added": row["added_data_files_count"], "peak_mb": peak_mb,
             "session_peak_mb": (_status_kb(jvm, "VmHWM") / 1024) if jvm else 0.0}, client
 
 

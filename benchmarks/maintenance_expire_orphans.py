@@ -35,7 +35,6 @@ import os
 import resource
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -139,26 +138,9 @@ def _floe(what: str, warehouse: Path, cut: int) -> dict[str, Any]:
 
 def _spark_call(client: Any, sql: str) -> tuple[list[dict[str, Any]], float, float]:
     """(rows, seconds, peak RSS MB of the JVM during the call)."""
-    from maintenance_compaction import _jvm, _status_kb
+    from maintenance_compaction import spark_call
 
-    jvm = _jvm(client)
-    peak = [0]
-    stop = threading.Event()
-
-    def sample() -> None:
-        while not stop.is_set():
-            if jvm is not None:
-                peak[0] = max(peak[0], _status_kb(jvm, "VmRSS"))
-            time.sleep(0.05)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    t0 = time.perf_counter()
-    rows = client.sql(sql)
-    seconds = time.perf_counter() - t0
-    stop.set()
-    sampler.join()
-    return rows, seconds, peak[0] / 1024
+    return spark_call(client, sql)
 
 
 def _timestamp(ms: int) -> str:
