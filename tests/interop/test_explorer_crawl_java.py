@@ -43,7 +43,8 @@ def test_crawl_a_spark_written_warehouse(browser: Any, live_server: Any,
         f"{len(result.problems)} problems on {len(result.pages)} pages:\n{result.report()}")
     overviews = {m.group(1) for u in result.pages
                  if (m := re.fullmatch(r"/catalogs/local/namespaces/db/tables/([^/]+)/", u))}
-    assert overviews == set(spark_tables)
+    # every Spark table's overview (other interop tests may add tables to the same warehouse)
+    assert set(spark_tables) <= overviews
     for name in DEEP:
         for page in ("partitions/", "plan/", "preview/", "diff/", "history/", "snapshots/"):
             assert f"/catalogs/local/namespaces/db/tables/{name}/{page}" in result.pages
