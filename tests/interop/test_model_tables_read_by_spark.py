@@ -29,7 +29,8 @@ def model_tables(oracle: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple
     TableChanges.finished = []
     try:
         run_state_machine_as_test(TableChanges, settings=settings(
-            max_examples=8, stateful_step_count=20, deadline=None, database=None,
+            max_examples=30, stateful_step_count=20, deadline=None, database=None,
+            derandomize=True,  # the same sample every run: the count below cannot flake
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))
     finally:
         TableChanges.warehouse = None
