@@ -23,12 +23,8 @@ from floe.errors import ValidationError
 from floe.expressions import bind, parse_filter
 from floe.io.parquet import schema_to_arrow
 from floe.io.readers import read_plan
-from floe.maintenance.partition_stats import (
-    partition_stats_file_for,
-    read_partition_stats,
-    unified_partition_type,
-)
-from floe.partition_stats import PartitionStats, TablePartitionStats, partition_stats
+from floe.maintenance.partition_stats import partition_stats_file_for
+from floe.partition_stats import TablePartitionStats, from_statistics_file, partition_stats
 from floe.scan import ScanPlan, plan_files, select_snapshot
 from floe.table import Table
 
@@ -260,33 +256,9 @@ def stats_file_status(*, table: Table, snapshot_id: int | None) -> StatsFileStat
 def _stats_file_partitions(table: Table, status: StatsFileStatus) -> TablePartitionStats:
     """The statistics file's rows as the page's per-partition numbers (no manifest read):
     each row's partition (in the table's unified partition type) labelled in its own spec."""
-    from floe.inspect import partition_type_for
-
-    md = table.metadata
-    stats_file = partition_stats_file_for(md, status.snapshot_id or 0)
+    stats_file = partition_stats_file_for(table.metadata, status.snapshot_id or 0)
     assert stats_file is not None
-    unified_ids = [f.field_id for f in unified_partition_type(md).fields]
-    out = []
-    for row in read_partition_stats(table.io, md, stats_file):
-        spec = md.spec_by_id(row.spec_id)
-        if spec is None:
-            raise ValidationError(f"{status.path}: spec {row.spec_id} is not a spec of the table")
-        ptype = partition_type_for(md, spec)
-        values = tuple(row.partition[unified_ids.index(pf.field_id)]
-                       if pf.field_id in unified_ids else None for pf in spec.fields)
-        label = ", ".join(
-            f"{pf.name}={pf.transform.to_human_string(nf.field_type, v)}"
-            for pf, nf, v in zip(spec.fields, ptype.fields, values, strict=True)
-        ) or "(unpartitioned)"
-        out.append(PartitionStats(
-            row.spec_id, values, label, record_count=row.data_record_count,
-            file_count=row.data_file_count, total_size=row.total_data_file_size_in_bytes,
-            delete_file_count=row.position_delete_file_count + row.equality_delete_file_count
-            + row.dv_count,
-            delete_record_count=row.position_delete_record_count
-            + row.equality_delete_record_count))
-    return TablePartitionStats(status.snapshot_id, sorted(out, key=lambda p: (p.spec_id,
-                                                                              p.label)))
+    return from_statistics_file(table.io, table.metadata, stats_file)
 
 
 def table_partitions_from_stats_file(*, table: Table, selection: Selection

@@ -25,13 +25,14 @@ from floe.manifest import (
     read_manifest_list,
 )
 from floe.metadata import TableMetadata
+from floe.snapshots import PartitionStatisticsFile
 from floe.scan.manifests import DEFAULT_CACHE, ManifestCache, read_live_entries
 from floe.scan.planning import gc_paused, select_snapshot
 from floe.types import PrimitiveType
 
 __all__ = [
     "SIZE_BUCKETS", "PartitionStats", "TablePartitionStats", "partition_stats",
-    "size_histogram",
+    "from_statistics_file", "size_histogram",
 ]
 
 #: Upper bounds (exclusive) of the file-size histogram buckets, powers of four from 4 KiB to
@@ -120,6 +121,35 @@ def partition_stats(
     with gc_paused():  # bulk decoding: see floe.scan.planning.gc_paused
         partitions = _collect(md, manifests, read_live_entries(io, manifests, cache, processes))
     return TablePartitionStats(snap.snapshot_id, partitions)
+
+
+def from_statistics_file(io: Any, md: TableMetadata,
+                         stats_file: PartitionStatisticsFile) -> TablePartitionStats:
+    """The per-partition numbers of a partition statistics file (floe's or Java's; no
+    manifest read, so no file sizes): each row's partition, stored in the table's unified
+    partition type, put back into its own spec and labelled as :func:`partition_stats` does."""
+    from floe.maintenance.partition_stats import read_partition_stats, unified_partition_type
+
+    unified_ids = [f.field_id for f in unified_partition_type(md).fields]
+    labels = _Labeler(md)
+    out = []
+    for row in read_partition_stats(io, md, stats_file):
+        spec = md.spec_by_id(row.spec_id)
+        if spec is None:
+            raise ValidationError(f"{stats_file.statistics_path}: spec {row.spec_id} is not a "
+                                  f"spec of the table")
+        values = tuple(row.partition[unified_ids.index(pf.field_id)]
+                       if pf.field_id in unified_ids else None for pf in spec.fields)
+        out.append(PartitionStats(
+            row.spec_id, values, labels.label(row.spec_id, values),
+            record_count=row.data_record_count, file_count=row.data_file_count,
+            total_size=row.total_data_file_size_in_bytes,
+            delete_file_count=row.position_delete_file_count + row.equality_delete_file_count
+            + row.dv_count,
+            delete_record_count=row.position_delete_record_count
+            + row.equality_delete_record_count))
+    return TablePartitionStats(stats_file.snapshot_id,
+                               sorted(out, key=lambda p: (p.spec_id, p.label)))
 
 
 def _collect(

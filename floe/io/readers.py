@@ -773,9 +773,10 @@ def read_task(io: Any, task: FileScanTask, options: ReadOptions,
     row = 0
     byte_range = None if task.length is None else (task.start, task.length)
     first_row = [0]
-    for batch in _file_batches(io, df.file_path, _format(df), md, read_schema, constants,
-                               options.batch_size, byte_range=byte_range, first_row=first_row):
-        if row == 0:
+    for i, batch in enumerate(_file_batches(io, df.file_path, _format(df), md, read_schema,
+                                            constants, options.batch_size,
+                                            byte_range=byte_range, first_row=first_row)):
+        if i == 0:  # set by the reader before its first batch
             row = first_row[0]
         n = batch.num_rows
         if positions:  # a column of the batch, so the delete and residual filters keep it aligned

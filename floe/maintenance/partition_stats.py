@@ -302,7 +302,6 @@ def _field_id(f: pa.Field) -> int | None:
 
 def _parquet_rows(raw: bytes) -> list[dict[int, Any]]:
     import datetime as dt
-    import decimal
 
     table = pq.read_table(pa.BufferReader(raw))
     ids = [_field_id(f) for f in table.schema]
@@ -320,9 +319,7 @@ def _parquet_rows(raw: bytes) -> list[dict[int, Any]]:
             return (v - epoch.date()).days
         if isinstance(v, dt.time):
             return ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond
-        if isinstance(v, decimal.Decimal):
-            return v
-        return v
+        return v  # numbers, strings, bytes and decimals are floe's values already
 
     rows = []
     for rec in table.to_pylist():
