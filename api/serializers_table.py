@@ -193,7 +193,12 @@ class SchemaHistorySerializer(S):  # type: ignore[type-arg]
 
 
 class HistorySerializer(S):  # type: ignore[type-arg]
-    snapshot_log = SnapshotLogSerializer(many=True)
+    snapshot_log_count = serializers.IntegerField(help_text="entries in the whole snapshot log")
+    next = serializers.URLField(allow_null=True, help_text="the next page of the snapshot log")
+    previous = serializers.URLField(allow_null=True,
+                                    help_text="the previous page of the snapshot log")
+    snapshot_log = SnapshotLogSerializer(
+        many=True, help_text="this page of the snapshot log (``page``, ``page_size``), newest first")
     metadata_log = MetadataLogSerializer(many=True)
     schemas = SchemaHistorySerializer(many=True)
     specs = SpecHistorySerializer(many=True)

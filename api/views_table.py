@@ -1,6 +1,6 @@
 """One table's endpoints under ``/api/catalogs/{catalog}/namespaces/{ns}/tables/{table}/``:
-the detail, snapshots (paged), one snapshot, its manifests, its files (paged), refs, history,
-diff. Thin: open the table (explorer.selectors.table_load), validate the query, call
+the detail, snapshots (paged), one snapshot, its manifests, its files (paged), refs, history
+(its snapshot log paged), diff. Thin: open the table (explorer.selectors.table_load), validate the query, call
 explorer.selectors_table, serialize."""
 
 from __future__ import annotations
@@ -96,14 +96,23 @@ class RefListView(_TableView):
         return Response(self.get_serializer(st.table_overview(table=_open(kwargs))["refs"], many=True).data)
 
 
-@extend_schema(parameters=_TABLE, responses=s.HistorySerializer)
-class HistoryView(_TableView):
-    """Snapshot log and metadata log (newest first), schema and partition-spec history."""
+@extend_schema(parameters=[*_TABLE, OpenApiParameter("page", OpenApiTypes.INT, required=False),
+                            OpenApiParameter("page_size", OpenApiTypes.INT, required=False)],
+               responses=s.HistorySerializer)
+class HistoryView(GenericAPIView):  # type: ignore[type-arg]
+    """Snapshot log (newest first, paged like the snapshot list: a table keeps thousands),
+    metadata log (newest first), schema and partition-spec history."""
 
     serializer_class = s.HistorySerializer
 
     def get(self, request: Request, **kwargs: Any) -> Response:
-        return Response(self.get_serializer(st.table_history(table=_open(kwargs))).data)
+        history = st.table_history(table=_open(kwargs))
+        page = self.paginate_queryset(history["snapshot_log"])  # type: ignore[arg-type]
+        assert page is not None and self.paginator is not None
+        paged = self.paginator.get_paginated_response([]).data
+        return Response(self.get_serializer({
+            **history, "snapshot_log": page, "snapshot_log_count": paged["count"],
+            "next": paged["next"], "previous": paged["previous"]}).data)
 
 
 @extend_schema(

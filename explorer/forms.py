@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,7 @@ class TableSearchForm(forms.Form):
 class Field:
     name: str
     label: str
-    type: str = "text"  # text, int, snapshot, bool, ints, json, kv, choice, ref
+    type: str = "text"  # text, int, snapshot, bool, ints, json, kv, choice, ref, changes
     choices: tuple[str, ...] = ()
     help: str = ""
     placeholder: str = ""
@@ -70,12 +71,10 @@ ACTION_FORMS: tuple[ActionForm, ...] = (
     ActionForm("ref_retention", "Set a ref's retention", (_REF, *_RETENTION),
                group="Branches and tags"),
     ActionForm("evolve", "Evolve schema, partition spec, sort order", (
-        Field("changes", "Changes (JSON list)", "json",
-              placeholder='[{"op": "add-column", "path": "note", "type": "string"}]',
-              help="floe evolve's sub-commands as objects: add-column, drop-column, "
-                   "rename-column, promote, move-column, make-optional, require-column, "
-                   "update-doc, set-identifier-fields, add-partition-field, "
-                   "drop-partition-field, rename-partition-field, sort-order"),
+        Field("changes", "Changes, applied in order", "changes",
+              help="One change per row (floe evolve's sub-commands). Or give them all as a "
+                   "JSON list below, e.g. "
+                   '[{"op": "add-column", "path": "note", "type": "string"}]'),
         Field("allow_incompatible", "Allow incompatible changes", "bool")),
         preview=True, group="Changes",
         note="Preview shows the new schema and the compatibility verdict before queueing."),
@@ -127,6 +126,150 @@ ACTION_FORMS: tuple[ActionForm, ...] = (
 ACTION_FORM_BY_KIND = {f.kind: f for f in ACTION_FORMS}
 
 
+# --- the evolve form's change rows ----------------------------------------------------------------
+# A change per row instead of typed JSON: the operation, what it acts on (a column path, a
+# partition term or field, a sort order), a value (a type, a new name, a partition field's
+# name), a doc, a position and whether an added column is required. Each row becomes one of
+# the evolve kind's JSON change objects (explorer.selectors_changes.EVOLVE_OPS).
+
+#: The inputs of a change row, posted as ``changes-<row>-<input>`` (rows numbered from 0;
+#: inputs an operation does not use may be left out, as browsers leave out disabled ones).
+CHANGE_ROW_INPUTS = ("op", "target", "value", "doc", "position", "required")
+#: Rows the form shows (more are added in the browser; posted empty rows are ignored).
+CHANGE_ROWS_SHOWN = 3
+_CHANGE_INPUT = re.compile(r"changes-(\d{1,4})-(" + "|".join(CHANGE_ROW_INPUTS) + ")")
+
+
+@dataclass(frozen=True)
+class ChangeOp:
+    """What the inputs of a change row mean for one operation (the placeholders the page
+    shows, and the JSON field each input fills; None: the input is not used)."""
+
+    op: str
+    target: str
+    target_hint: str
+    value: str | None = None
+    value_hint: str = ""
+    doc: str | None = None
+    position: bool = False
+    required: bool = False
+
+
+CHANGE_OPS: tuple[ChangeOp, ...] = (
+    ChangeOp("add-column", "path", "column path, e.g. point.z", "type", "type, e.g. long",
+             doc="doc", position=True, required=True),
+    ChangeOp("drop-column", "path", "column path"),
+    ChangeOp("rename-column", "path", "column path", "new_name", "new name (last part)"),
+    ChangeOp("promote", "path", "column path", "type", "wider type, e.g. long"),
+    ChangeOp("move-column", "path", "column path", position=True),
+    ChangeOp("make-optional", "path", "column path"),
+    ChangeOp("require-column", "path", "column path"),
+    ChangeOp("update-doc", "path", "column path", doc="doc"),
+    ChangeOp("set-identifier-fields", "paths", "column paths, comma-separated"),
+    ChangeOp("add-partition-field", "term", "term, e.g. day(ts) or bucket(16, id)", "name",
+             "partition field name (optional)"),
+    ChangeOp("drop-partition-field", "field", "partition field name or term"),
+    ChangeOp("rename-partition-field", "field", "partition field name", "new_name",
+             "new name"),
+    ChangeOp("sort-order", "order", "e.g. id DESC NULLS LAST, ts"),
+)
+CHANGE_OP_BY_NAME = {c.op: c for c in CHANGE_OPS}
+
+
+def change_rows(data: QueryDict) -> list[dict[str, str]]:
+    """The posted change rows in row order (inputs by name, a missing one ""), empty rows
+    left out."""
+    rows: dict[int, dict[str, str]] = {}
+    for key in data:
+        m = _CHANGE_INPUT.fullmatch(key)
+        if m is not None:
+            row = rows.setdefault(int(m.group(1)), dict.fromkeys(CHANGE_ROW_INPUTS, ""))
+            row[m.group(2)] = (data.get(key) or "").strip()
+    return [rows[i] for i in sorted(rows)
+            if any(rows[i][name] for name in ("op", "target", "value", "doc", "position"))]
+
+
+def _row_change(i: int, row: dict[str, str]) -> dict[str, Any]:
+    where = f"Change {i}"
+    spec = CHANGE_OP_BY_NAME.get(row["op"])
+    if spec is None:
+        raise TaskParamsInvalid("changes", f"{where}: pick an operation")
+    where += f" ({spec.op})"
+    if not row["target"]:
+        raise TaskParamsInvalid("changes", f"{where}: give the {spec.target_hint.split(',')[0]}")
+    change: dict[str, Any] = {"op": spec.op}
+    if spec.target == "paths":
+        change["paths"] = [p.strip() for p in row["target"].split(",") if p.strip()]
+    else:
+        change[spec.target] = row["target"]
+    if spec.value is not None and row["value"]:
+        change[spec.value] = row["value"]
+    elif spec.value in ("type", "new_name"):
+        raise TaskParamsInvalid("changes", f"{where}: give the {spec.value_hint.split(',')[0]}")
+    elif row["value"]:
+        raise TaskParamsInvalid("changes", f"{where} takes no type or name")
+    if spec.doc is not None and row["doc"]:
+        change[spec.doc] = row["doc"]
+    elif spec.op == "update-doc":
+        raise TaskParamsInvalid("changes", f"{where}: give the doc")
+    elif row["doc"]:
+        raise TaskParamsInvalid("changes", f"{where} takes no doc")
+    position = row["position"]
+    if position and not spec.position:
+        raise TaskParamsInvalid("changes", f"{where} takes no position")
+    if position:
+        word, _, column = position.partition(" ")
+        word, column = word.lower(), column.strip()
+        if word == "first" and not column:
+            change["first"] = True
+        elif word in ("after", "before") and column:
+            change[word] = column
+        else:
+            raise TaskParamsInvalid("changes", f"{where}: position {position!r} is not "
+                                               "'first', 'after COLUMN' or 'before COLUMN'")
+    elif spec.op == "move-column":
+        raise TaskParamsInvalid("changes", f"{where}: give the position ('first', "
+                                           "'after COLUMN' or 'before COLUMN')")
+    if row["required"] == "required":
+        if not spec.required:
+            raise TaskParamsInvalid("changes", f"{where}: only an added column can be "
+                                               "required here")
+        change["required"] = True
+    return change
+
+
+def evolve_changes(data: QueryDict) -> list[dict[str, Any]] | None:
+    """The evolve form's changes: its rows, then the JSON list (either may be empty; None
+    when both are)."""
+    changes = [_row_change(i, row) for i, row in enumerate(change_rows(data), 1)]
+    raw = (data.get("changes-json") or "").strip()
+    if raw:
+        try:
+            more = json.loads(raw)
+        except ValueError as exc:
+            raise TaskParamsInvalid("changes", f"Changes as JSON: not JSON ({exc})") from None
+        if not isinstance(more, list):
+            raise TaskParamsInvalid("changes", "Changes as JSON: a list of changes, e.g. "
+                                               '[{"op": "drop-column", "path": "note"}]')
+        changes += more
+    return changes or None
+
+
+def form_values(form: ActionForm, data: QueryDict) -> dict[str, Any]:
+    """A posted form's values by field, to show the form again as it was sent (change rows
+    as a list of rows, padded to the rows shown)."""
+    values: dict[str, Any] = {}
+    for f in form.fields:
+        if f.type == "changes":
+            rows = change_rows(data)
+            empty = dict.fromkeys(CHANGE_ROW_INPUTS, "")
+            values[f.name] = rows + [empty] * max(0, CHANGE_ROWS_SHOWN - len(rows))
+            values[f.name + "-json"] = data.get("changes-json", "")
+        else:
+            values[f.name] = data.get(f.name, "")
+    return values
+
+
 def task_params(form: ActionForm, data: QueryDict) -> dict[str, Any]:
     """The kind's JSON parameters from a posted form (empty fields left out); a field whose
     text is not of its type is TaskParamsInvalid naming it."""
@@ -135,6 +278,11 @@ def task_params(form: ActionForm, data: QueryDict) -> dict[str, Any]:
         if f.type == "bool":
             if data.get(f.name) in ("on", "true", "1"):
                 params[f.name] = True
+            continue
+        if f.type == "changes":
+            changes = evolve_changes(data)
+            if changes is not None:
+                params[f.name] = changes
             continue
         raw = (data.get(f.name) or "").strip()
         if not raw:

@@ -35,6 +35,7 @@ from floe.manifest import (
     read_manifest,
     read_manifest_list,
 )
+from floe.schema import Schema
 from floe.snapshots import Snapshot
 from floe.table import Table
 from floe.types import ListType, MapType, NestedField, StructType
@@ -148,6 +149,12 @@ def _live(table: Table, manifest: ManifestFile) -> Iterable[ManifestEntry]:
 # --- overview ---------------------------------------------------------------------------------
 
 
+def schema_tree(schema: Schema) -> list[dict[str, Any]]:
+    """A schema's fields as rows of a tree (depth, id, name, dotted path, type, required,
+    doc), parents before children: the overview's schema table and the evolve preview's."""
+    return _schema_tree(schema.as_struct().fields)
+
+
 def _schema_tree(fields: Iterable[NestedField], depth: int = 0, prefix: str = "") -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for f in fields:
@@ -188,7 +195,7 @@ def table_overview(*, table: Table) -> dict[str, Any]:
     return {
         **described,
         "refs": refs,
-        "schema_tree": _schema_tree(md.schema().as_struct().fields),
+        "schema_tree": schema_tree(md.schema()),
         "spec_list": spec_history(md),
         "order_list": [
             {"order_id": o.order_id, "is_default": o.order_id == md.default_sort_order_id,

@@ -25,10 +25,11 @@ from explorer import permissions, ratelimit, selectors, services, task_kinds
 from explorer import selectors_table as st
 from explorer.auth import read_access_required
 from explorer.errors import TaskParamsInvalid
-from explorer.forms import ACTION_FORM_BY_KIND, ACTION_FORMS, task_params
+from explorer.forms import ACTION_FORM_BY_KIND, ACTION_FORMS, form_values, task_params
 from explorer.models import TaskRun
 from explorer.selectors_audit import table_audit, task_run_get, task_runs, time_parse
 from floe.errors import NotFound, ValidationError
+from floe.schema import Schema
 
 ACTIVE = (TaskRun.State.QUEUED, TaskRun.State.RUNNING)
 
@@ -58,6 +59,7 @@ def _actions_page(request: HttpRequest, catalog: str, ns: str, table: str, *,
     return render(request, "explorer/table_actions.html", {
         **ctx, "groups": groups, "snapshots": st.snapshot_list(table=t)[:500],
         "refs": sorted(t.metadata.refs), "running": _running(request, catalog, ns, table),
+        "column_paths": [row["path"] for row in st.schema_tree(t.schema())],
         "values": {}, **more}, status=status)
 
 
@@ -79,7 +81,7 @@ def table_action(request: HttpRequest, catalog: str, ns: str, table: str) -> Htt
     if form is None:
         return _actions_page(request, catalog, ns, table, status=400,
                              error={"kind": kind, "message": f"unknown kind {kind!r}"})
-    values = {f.name: request.POST.get(f.name, "") for f in form.fields}
+    values = form_values(form, request.POST)
     try:
         params = {**task_params(form, request.POST), "catalog": catalog, "namespace": ns,
                   "table": table}
@@ -88,13 +90,29 @@ def table_action(request: HttpRequest, catalog: str, ns: str, table: str) -> Htt
                                             identity=ratelimit.request_identity(request))
             return _actions_page(request, catalog, ns, table, values={kind: values},
                                  preview={"kind": kind, "data": preview,
-                                          "json": json.dumps(preview, indent=1, default=str)})
+                                          "json": json.dumps(preview, indent=1, default=str),
+                                          **_preview_schema(preview)})
         run = services.task_submit(kind=kind, params=params, user=request.user, via="session")
     except (TaskParamsInvalid, ValidationError) as exc:
         param = getattr(exc, "param", "")
         return _actions_page(request, catalog, ns, table, status=400, values={kind: values},
                              error={"kind": kind, "param": param, "message": str(exc)})
     return redirect(_run_url(run))
+
+
+def _preview_schema(preview: dict[str, Any]) -> dict[str, Any]:
+    """An evolve preview's new schema as the overview's tree, fields the changes touch
+    marked (by field id: added, or changed in name, type, requiredness or doc)."""
+    if not isinstance(preview.get("schema"), dict):
+        return {}
+    before = {r["field_id"]: r for r in st.schema_tree(Schema.from_json(preview["current"]["schema"]))}
+    rows = []
+    for row in st.schema_tree(Schema.from_json(preview["schema"])):
+        old = before.get(row["field_id"])
+        mark = "added" if old is None else "changed" if any(
+            old[k] != row[k] for k in ("path", "type", "required", "doc")) else ""
+        rows.append({**row, "mark": mark})
+    return {"schema_tree": rows}
 
 
 # --- task pages -----------------------------------------------------------------------------------

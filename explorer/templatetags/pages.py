@@ -23,6 +23,16 @@ def field_value(values: dict[str, dict[str, str]], kind: str, name: str) -> str:
     return (values or {}).get(kind, {}).get(name, "")
 
 
+@register.simple_tag
+def change_form(value: Any) -> dict[str, Any]:
+    """The evolve form's rows (as posted, or blank ones) and the operations a row offers."""
+    from explorer.forms import CHANGE_OPS, CHANGE_ROW_INPUTS, CHANGE_ROWS_SHOWN
+
+    rows = value if isinstance(value, list) else \
+        [dict.fromkeys(CHANGE_ROW_INPUTS, "")] * CHANGE_ROWS_SHOWN
+    return {"rows": rows, "ops": CHANGE_OPS}
+
+
 @register.filter
 def ms_time(ms: int | None) -> str:
     """Epoch milliseconds as ``YYYY-MM-DD HH:MM:SS`` UTC."""

@@ -145,7 +145,21 @@ def test_refs_history_and_diff(api: APIClient, history: HistoryTable) -> None:
     assert refs["audit"]["type"] == "tag" and refs["audit"]["snapshot_id"] == history.snapshot_ids[1]
     assert refs["dev"]["snapshot_id"] == history.snapshot_ids[2]
     h = api.get(T + "history/").json()
-    assert [e["snapshot_id"] for e in h["snapshot_log"]] == [e.snapshot_id for e in reversed(md.snapshot_log)]
+    newest_first = [e.snapshot_id for e in reversed(md.snapshot_log)]
+    assert [e["snapshot_id"] for e in h["snapshot_log"]] == newest_first
+    assert h["snapshot_log_count"] == len(newest_first) and h["next"] is None
+    # the snapshot log is paged like the snapshot list (a table keeps thousands of entries)
+    pages, url = [], T + "history/?page_size=2"
+    while url:
+        got = api.get(url).json()
+        assert got["snapshot_log_count"] == len(newest_first) and len(got["snapshot_log"]) <= 2
+        assert got["metadata_log"] == h["metadata_log"] and got["schemas"] == h["schemas"]
+        pages.append([e["snapshot_id"] for e in got["snapshot_log"]])
+        url = got["next"]
+    assert len(pages) == (len(newest_first) + 1) // 2 > 1
+    assert [sid for page in pages for sid in page] == newest_first
+    last = api.get(T + "history/?page_size=2&page=99")
+    assert last.status_code == 400 and "page 99 does not exist" in last.json()["detail"]
     assert {c["change"] for c in h["schemas"][0]["changes"]} == {"renamed", "promoted", "dropped", "added"}
     a, b = history.snapshot_ids[0], history.snapshot_ids[-1]
     diff = api.get(T + f"diff/?from={a}&to={b}").json()

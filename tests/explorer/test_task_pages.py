@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -135,9 +136,9 @@ def test_expire_dry_run_then_confirm_from_the_run_page(lake: Path, eager: Any) -
 
 
 @pytest.mark.parametrize(("kind", "fields", "shown"), [
-    ("evolve", {"changes": '[{"op": "add-column", "path": "note", "type": "string"}]'},
+    ("evolve", {"changes-json": '[{"op": "add-column", "path": "note", "type": "string"}]'},
      'id="preview-verdict">compatible<'),
-    ("evolve", {"changes": '[{"op": "require-column", "path": "kind"}]',
+    ("evolve", {"changes-json": '[{"op": "require-column", "path": "kind"}]',
                 "allow_incompatible": "on"}, 'id="preview-verdict">INCOMPATIBLE<'),
     ("delete_rows", {"filter": "kind = 'click'"}, 'id="preview-removed">3<'),
     ("compact", {"options": "min-input-files=2\nrewrite-all=true"}, 'id="preview-files">9<'),
@@ -151,6 +152,75 @@ def test_previews_show_what_would_happen_and_queue_nothing(lake: Path, kind: str
     page = response.content.decode()
     assert f'id="preview" data-kind="{kind}"' in page and shown in page
     assert not TaskRun.objects.exists()
+
+
+def _rows(*rows: dict[str, str]) -> dict[str, str]:
+    """The evolve form's change rows as a browser posts them (``changes-<row>-<input>``;
+    the inputs a row's operation does not use are disabled, so not posted)."""
+    return {f"changes-{i}-{name}": value for i, r in enumerate(rows)
+            for name, value in r.items()}
+
+
+def test_evolve_takes_a_change_per_row_and_previews_the_new_schema(lake: Path,
+                                                                   eager: Any) -> None:
+    client = signed_in("maintainer")
+    rows = _rows({"op": "add-column", "target": "note", "value": "string", "doc": "free text",
+                  "position": "after id"},
+                 {"op": "rename-column", "target": "kind", "value": "event_kind"},
+                 {"op": "add-partition-field", "target": "bucket(4, id)", "value": "id_b"},
+                 {}, {})  # blank rows are ignored
+    response = client.post(T + "actions/run/", {"kind": "evolve", "op": "preview", **rows})
+    page = response.content.decode()
+    assert response.status_code == 200, page
+    assert 'id="preview-verdict">compatible<' in page
+    tree = page.split('id="preview-schema"', 1)[1].split("</table>", 1)[0]
+    marks = dict(re.findall(r'data-mark="(\w+)"><td[^>]*><code>(\w+)</code>', tree))
+    assert marks == {"added": "note", "changed": "event_kind"}
+    # the new column sits where the row put it
+    assert re.findall(r"<code>(\w+)</code>", tree)[:3] == ["id", "note", "event_kind"]
+    assert "id_b (bucket[4])" in page
+    # the rows are shown again as posted, to edit or queue
+    form = page.split('id="form-evolve"', 1)[1].split("</form>", 1)[0]
+    assert 'value="free text"' in form and 'value="event_kind"' in form
+    assert '<option value="rename-column" ' in form and "selected>rename-column<" in form
+    assert not TaskRun.objects.exists()
+
+    eager(lambda: client.post(T + "actions/run/", {"kind": "evolve", "op": "queue", **rows}))
+    run = TaskRun.objects.get()
+    assert run.state == "SUCCEEDED", run.error
+    assert run.params["changes"] == [
+        {"op": "add-column", "path": "note", "type": "string", "doc": "free text",
+         "after": "id"},
+        {"op": "rename-column", "path": "kind", "new_name": "event_kind"},
+        {"op": "add-partition-field", "term": "bucket(4, id)", "name": "id_b"}]
+    table = load(lake, "ns")
+    assert [f.name for f in table.schema().fields][:3] == ["id", "note", "event_kind"]
+    assert table.schema().find_field("note").doc == "free text"
+    assert [f.name for f in table.spec().fields] == ["kind", "id_b"]
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    ({"op": "add-column", "target": "note"}, "Change 1 (add-column): give the type"),
+    ({"op": "move-column", "target": "amount"}, "Change 1 (move-column): give the position"),
+    ({"op": "move-column", "target": "amount", "position": "behind id"},
+     "position &#x27;behind id&#x27; is not &#x27;first&#x27;"),
+    ({"op": "drop-column", "target": "amount", "value": "long"}, "takes no type or name"),
+    ({"op": "rename-column", "target": "kind", "value": "x", "required": "required"},
+     "only an added column can be required"),
+    ({"target": "amount"}, "Change 1: pick an operation"),
+    ({"op": "drop-column", "target": "nope"}, "nope"),
+])
+def test_a_bad_change_row_is_named_next_to_the_form(lake: Path, row: dict[str, str],
+                                                    message: str) -> None:
+    client = signed_in("maintainer")
+    before = load(lake, "ns").metadata_location
+    response = client.post(T + "actions/run/", {"kind": "evolve", "op": "queue",
+                                                 **_rows(row)})
+    assert response.status_code == 400
+    page = response.content.decode()
+    error = page.split('id="form-evolve"', 1)[1].split('class="form-error"', 1)[1]
+    assert error.startswith(' data-param="changes">') and message in error.split("</p>")[0]
+    assert not TaskRun.objects.exists() and load(lake, "ns").metadata_location == before
 
 
 def test_a_bad_parameter_is_shown_next_to_its_form_and_nothing_is_queued(lake: Path) -> None:

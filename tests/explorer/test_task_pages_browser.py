@@ -132,6 +132,53 @@ def test_a_maintainer_runs_an_expire_dry_run_confirms_and_the_files_are_gone(
     screenshot(page, "task-expire-confirmed")
 
 
+def test_a_maintainer_evolves_a_schema_a_change_per_row(
+        maintainer: Any, site: str, on_worker: Worker) -> None:
+    """No JSON typed: an operation per row, the row's inputs follow the operation picked,
+    "Add a change" adds a row, the preview shows the new schema, then the change runs."""
+    from playwright.sync_api import expect
+
+    page = maintainer
+    ns, url = _table(on_worker)
+    page.goto(site + url + "actions/")
+    rows = page.locator("#evolve-change-rows tbody tr")
+    expect(rows).to_have_count(3)
+    first, second = rows.nth(0), rows.nth(1)
+    first.locator('[data-input="op"]').select_option("add-column")
+    assert first.locator('[data-input="target"]').get_attribute("placeholder") \
+        .startswith("column path")
+    assert first.locator('[data-input="value"]').get_attribute("placeholder") \
+        .startswith("type")
+    first.locator('[data-input="target"]').fill("note")
+    first.locator('[data-input="value"]').fill("string")
+    first.locator('[data-input="position"]').fill("first")
+    second.locator('[data-input="op"]').select_option("drop-column")
+    expect(second.locator('[data-input="value"]')).to_be_disabled()
+    expect(second.locator('[data-input="position"]')).to_be_disabled()
+    expect(second.locator('[data-input="required"]')).to_be_disabled()
+    second.locator('[data-input="target"]').fill("amount")
+    page.click(".add-change-row")
+    expect(rows).to_have_count(4)
+    expect(rows.nth(3).locator(".row-number")).to_have_text("4")
+    rows.nth(3).locator('[data-input="op"]').select_option("rename-column")
+    rows.nth(3).locator('[data-input="target"]').fill("kind")
+    rows.nth(3).locator('[data-input="value"]').fill("event_kind")
+    with page.expect_navigation():
+        page.click("#form-evolve button[value=preview]")
+    expect(page.locator("#preview-verdict")).to_have_text("compatible")
+    tree = page.locator("#preview-schema tbody tr")
+    expect(tree.nth(0)).to_have_attribute("data-mark", "added")
+    assert tree.all_inner_texts()[0].split()[0] == "note"
+    assert "amount" not in page.locator("#preview-schema").inner_text()
+    screenshot(page, "task-evolve-preview")
+    # the form comes back as sent: queue it as it is
+    with page.expect_navigation(url=re.compile(r"/tasks/\d+/$")):
+        page.click("#form-evolve button[value=queue]")
+    _watch_to_the_end(page)
+    names = [f.name for f in load(on_worker.warehouse, ns).schema().fields]
+    assert names == ["note", "id", "event_kind"]
+
+
 def test_a_viewer_sees_no_action_buttons_and_a_direct_post_is_403(
         viewer: Any, site: str, on_worker: Worker) -> None:
     page = viewer
