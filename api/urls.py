@@ -1,8 +1,8 @@
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
-from api import views, views_read, views_reference, views_scan, views_tasks
+from api import views, views_read, views_scan, views_tasks
 
 router = SimpleRouter()
 router.register("tasks", views_tasks.TaskRunViewSet, basename="task")
@@ -14,7 +14,9 @@ _tables = "catalogs/<str:catalog>/namespaces/<str:ns>/tables/"
 urlpatterns = [
     path("", views.ApiRootView.as_view(), name="api-root"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("reference/", views_reference.api_reference, name="api-reference"),
+    # the interactive reference: Swagger UI (try every call) from the sidecar package (not
+    # ReDoc: its page fetches fonts and a logo from the internet)
+    path("reference/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-reference"),
     path("catalogs/", views.CatalogViewSet.as_view({"get": "list"}), name="catalog-list"),
     path("catalogs/<str:catalog>/", views.CatalogViewSet.as_view({"get": "retrieve"}), name="catalog-detail"),
     path(

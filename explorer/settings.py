@@ -124,6 +124,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "explorer",
     "api",
 ]
@@ -224,10 +225,17 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Floe API",
-    "DESCRIPTION": "Browse Apache Iceberg tables and run maintenance tasks.",
+    # Markdown: Swagger UI shows it with the links, so the browsable API is a click away
+    "DESCRIPTION": "Browse Apache Iceberg tables and run maintenance tasks. Entry points, also "
+                   "browsable: [the API root](/api/), [catalogs](/api/catalogs/), "
+                   "[tasks](/api/tasks/), [audit](/api/audit/); the raw schema: "
+                   "[/api/schema/](/api/schema/?format=json).",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI from the installed sidecar package, never a CDN
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
 }
 
 # --- Celery ---------------------------------------------------------------------------------

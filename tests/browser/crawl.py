@@ -72,8 +72,11 @@ def crawl(browser: Any, site: str, *, name: str, max_pages: int = 400, start: st
         while queue and len(result.pages) < max_pages:
             url = queue.popleft()
             errors.clear()
-            # Every script of a page runs before "load" (charts draw then).
+            # Every script of a page runs before "load" (charts draw then), except Swagger UI's
+            # (the API reference), which draws once it has fetched the schema.
             response = page.goto(site + url, wait_until="load")
+            if page.locator("#swagger-ui").count():
+                page.locator("#swagger-ui .opblock").first.wait_for()
             status = response.status if response is not None else 0
             if status == 405 and url.startswith("/api/") and "GET" not in (
                     response.headers.get("allow", "") if response is not None else ""):
