@@ -1,6 +1,9 @@
 """``python -m explorer.run`` (what ``make run`` starts): everything on one machine.
 
-1. migrate the database (SQLite under ``var/`` unless DATABASE_URL is set);
+1. migrate the database (SQLite under ``var/`` unless DATABASE_URL is set) and collect the
+   static files into ``var/static`` (hashed names, compressed copies, served with a one-year
+   cache), unless FLOE_STATIC_ROOT is set: a deployment (the Dockerfile) collects them there
+   when it is built;
 2. create the demo warehouse when FLOE_WAREHOUSE is not set and it does not exist yet, and
    read the catalog file (FLOE_CATALOGS): a broken one stops here, naming the file;
 3. start the web server (waitress) on FLOE_HOST:FLOE_PORT (127.0.0.1:8000) and one Celery
@@ -48,6 +51,8 @@ def main() -> int:
 
     settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
     call_command("migrate", interactive=False, verbosity=1)
+    if settings.STATIC_ROOT is None:  # a deployment that sets it collects them itself
+        collect_static(settings.VAR_DIR / "static")
     if settings.FLOE_WAREHOUSE_IS_DEMO:
         ensure_demo_warehouse(settings.FLOE_WAREHOUSE)
     from explorer.catalogs import check_configuration
@@ -69,6 +74,17 @@ def main() -> int:
     _say(f"Floe: http://{display_host}:{port}/ · warehouse {settings.FLOE_WAREHOUSE} · "
          f"catalogs {names} · Ctrl-C stops")
     return Supervisor(commands).run()
+
+
+def collect_static(root: str | Path) -> None:
+    """Collect the static files into ``root`` with hashed names and compressed copies
+    (explorer.settings: FLOE_STATIC_ROOT), for the children, which inherit the setting."""
+    os.environ["FLOE_STATIC_ROOT"] = str(root)
+    done = subprocess.run([sys.executable, "-m", "django", "collectstatic", "--noinput",
+                           "--verbosity=0"], env={**os.environ}, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"Floe: collecting the static files into {root} failed:\n"
+                         f"{done.stderr.strip()[-2000:]}")
 
 
 def web_command(host: str, port: int) -> list[str]:

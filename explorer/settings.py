@@ -201,9 +201,17 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "frontend" / "static"]
-# Set (and run collectstatic) for a deployment; without it WhiteNoise serves from the finders.
+# With FLOE_STATIC_ROOT (explorer.run sets it to var/static and runs collectstatic first; a
+# deployment does the same) the files are collected with content hashes in their names and
+# gzip/brotli copies, and WhiteNoise serves them compressed with a one-year, immutable cache.
+# Without it (tests, manage.py runserver) WhiteNoise serves them from the finders as they are.
 STATIC_ROOT = envstr("FLOE_STATIC_ROOT", "") or None
 WHITENOISE_USE_FINDERS = STATIC_ROOT is None
+if STATIC_ROOT is not None:
+    STORAGES = {
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    }
 
 # --- REST API -------------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ SQLite database, the SQLite broker and the tables are all temporary.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -153,12 +154,34 @@ def _serving(runner: Runner) -> bool:
         return False
 
 
+def _static_files_are_hashed_compressed_and_cached(runner: Runner, page: bytes) -> None:
+    """The page names its static files with content hashes (collected into var/static), and
+    they come compressed with a one-year, immutable cache; so does Swagger UI's bundle."""
+    urls = re.findall(rb'(?:href|src)="(/static/[^"]+)"', page)
+    assert urls and all(re.search(rb"\.[0-9a-f]{12}\.(css|js|svg)$", u) for u in urls), urls
+    assert (Path(runner.env["FLOE_VAR_DIR"]) / "static" / "staticfiles.json").exists()
+    reference = _get(runner.url("/api/reference/"))[1]
+    bundle = re.search(rb'src="(/static/drf_spectacular_sidecar/[^"]+bundle[^"]*\.js)"',
+                       reference)
+    assert bundle, reference[:2000]
+    for url in [*urls, bundle.group(1)]:
+        request = urllib.request.Request(runner.url(url.decode()),
+                                         headers={"Accept-Encoding": "gzip"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read()
+            assert response.headers["Content-Encoding"] == "gzip", url
+            assert "max-age=315360000" in response.headers["Cache-Control"] and \
+                "immutable" in response.headers["Cache-Control"], url
+            assert gzip.decompress(body)
+
+
 def test_serves_the_table_list_runs_a_task_in_the_worker_and_stops_on_sigint(runner: Runner) -> None:
     _wait_for(lambda: _serving(runner), STARTUP_TIMEOUT, "HTTP 200 on /", runner)
     status, page = _get(runner.url("/"))
     assert b'data-table="sales.orders"' in page and b'data-table="sales.refunds"' in page
     status, css = _get(runner.url("/static/floe/floe.css"))
     assert status == 200 and css.startswith(b"/* Floe")
+    _static_files_are_hashed_compressed_and_cached(runner, page)
 
     token = _token(runner)
     status, created = _post_json(runner.url("/api/tasks/"), {"kind": "refresh_table_stats"}, token)
