@@ -142,6 +142,44 @@ def test_diff_is_picked_from_the_snapshot_list_or_a_snapshot_page(page: Any, sit
     assert page.locator("#diff-summary tr[data-side=added] [data-col=rows]").inner_text() == "25"
 
 
+def test_diff_is_picked_on_the_timeline(page: Any, site: str) -> None:
+    """Defect 7, on the chart: with "pick two snapshots to compare" on, two clicks on the
+    timeline (in either order) link the diff from the older to the newer; off, a click opens
+    the snapshot."""
+    page.goto(site + EVENTS)
+    page.wait_for_function("() => { const gd = document.getElementById('timeline');"
+                           " return gd && gd._fullData; }")
+    ids, times = page.evaluate("""() => {
+        const d = JSON.parse(document.getElementById('timeline-data').textContent);
+        return [d.columns.snapshot_id, d.columns.timestamp_ms]; }""")
+    order = sorted(range(len(ids)), key=lambda i: times[i])
+    older, newer = ids[order[0]], ids[order[-1]]
+
+    def click(snapshot_id: str) -> None:
+        # what plotly reports for a click on that point (WebGL picking needs a GPU; the
+        # timeline test in test_pages.py clicks a drawn point where it can)
+        page.evaluate("id => document.getElementById('timeline')"
+                      ".emit('plotly_click', {points: [{customdata: id}]})", snapshot_id)
+
+    page.check("#timeline-compare")
+    click(newer)
+    assert page.locator("#compare-picked").inner_text().startswith(f"from {newer}")
+    assert page.locator("#compare-link").is_hidden()
+    click(older)
+    assert page.locator("#compare-picked").inner_text() == f"{older} → {newer}"
+    with page.expect_navigation():
+        page.click("#compare-link")
+    assert page.url.endswith(f"diff/?from={older}&to={newer}")
+    assert page.locator("#diff-summary tr[data-side=added]").is_visible()
+    page.go_back()
+    page.wait_for_function("() => { const gd = document.getElementById('timeline');"
+                           " return gd && gd._fullData; }")
+    page.uncheck("#timeline-compare")
+    with page.expect_navigation():
+        click(older)
+    assert page.url.endswith(f"/snapshots/{older}/")
+
+
 def test_the_api_reference_is_served_by_the_site_and_calls_the_api(page: Any, site: str) -> None:
     """Defect 8: the "API schema" link downloaded a YAML file. Now Swagger UI from the sidecar
     package: nothing fetched from elsewhere, every operation listed, "Try it out" calls the

@@ -1,6 +1,7 @@
 /* Snapshot timeline and totals charts, from the JSON the overview page embeds (snapshot
    summaries only). WebGL scatter traces so 10k snapshots stay interactive. A click on a
-   point opens its snapshot page (the URL is each point's customdata). */
+   point opens its snapshot page (each point's customdata is its snapshot id); with "pick two
+   snapshots to compare" on, clicks pick the two ends of a diff instead (older → newer). */
 (function () {
   "use strict";
   var el = document.getElementById("timeline");
@@ -29,7 +30,7 @@
       type: "scattergl", mode: "markers", name: name,
       x: idx.map(function (i) { return new Date(c.timestamp_ms[i]); }),
       y: idx.map(function (i) { return data.lanes[c.lane[i]]; }),
-      customdata: idx.map(function (i) { return url(c.snapshot_id[i]); }),
+      customdata: idx.map(function (i) { return c.snapshot_id[i]; }),
       text: idx.map(hover), hoverinfo: "text", marker: marker(idx)
     };
   }
@@ -45,7 +46,7 @@
       type: "scattergl", mode: "markers", name: "refs",
       x: data.tags.map(function (t) { return new Date(t.timestamp_ms); }),
       y: data.tags.map(function (t) { return data.lanes[t.lane]; }),
-      customdata: data.tags.map(function (t) { return url(t.snapshot_id); }),
+      customdata: data.tags.map(function (t) { return t.snapshot_id; }),
       text: data.tags.map(function (t) { return t.kind + " " + t.tag + " → " + t.snapshot_id; }), hoverinfo: "text",
       marker: { symbol: "diamond", size: 11, color: "#0f766e" }
     });
@@ -62,9 +63,34 @@
   };
   Plotly.newPlot(el, traces, layout,
                  { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["sendDataToCloud"], showSendToCloud: false, showEditInChartStudio: false });
-  el.on("plotly_click", function (ev) {
-    if (ev.points && ev.points.length && ev.points[0].customdata) window.location.href = ev.points[0].customdata;
-  });
+  // Picking the two ends of a diff: the last two snapshots clicked, older first.
+  var compare = document.getElementById("timeline-compare");
+  var picked = [];
+  var timeOf = {};
+  for (var k = 0; k < data.count; k++) timeOf[c.snapshot_id[k]] = c.timestamp_ms[k];
+  function showPicked() {
+    var ends = picked.slice().sort(function (a, b) { return timeOf[a] - timeOf[b]; });
+    var text = document.getElementById("compare-picked");
+    var link = document.getElementById("compare-link");
+    text.textContent = ends.length ? (ends.length === 1 ? "from " + ends[0] + ", now pick the other end"
+                                                       : ends[0] + " → " + ends[1]) : "";
+    link.hidden = ends.length !== 2;
+    if (ends.length === 2) {
+      link.href = el.getAttribute("data-diff-url") + "?from=" + ends[0] + "&to=" + ends[1];
+    }
+  }
+  if (compare) compare.addEventListener("change", function () { picked = []; showPicked(); });
+  function clicked(ev) {
+    if (!ev.points || !ev.points.length || !ev.points[0].customdata) return;
+    var id = String(ev.points[0].customdata);
+    if (compare && compare.checked) {
+      if (picked.indexOf(id) < 0) picked = picked.concat([id]).slice(-2);
+      showPicked();
+    } else {
+      window.location.href = url(id);
+    }
+  }
+  el.on("plotly_click", clicked);
 
   // Totals: three small charts over one time axis (rows, data files, size), one line per
   // branch along its own ancestry, whole-number ticks for counts.
@@ -93,7 +119,7 @@
         line: { color: colour, shape: "hv" }, marker: { color: colour, size: 5 },
         x: idx.map(function (i) { return new Date(c.timestamp_ms[i]); }),
         y: idx.map(function (i) { var v = c[panel.key][i]; return panel.scale ? v * panel.scale : v; }),
-        customdata: idx.map(function (i) { return url(c.snapshot_id[i]); }),
+        customdata: idx.map(function (i) { return c.snapshot_id[i]; }),
         text: idx.map(function (i) { return lineage.name + " · " + c.snapshot_id[i]; }),
         hovertemplate: "%{text}<br>" + panel.title + ": %{y:,}<extra></extra>", yaxis: panel.axis
       });
@@ -114,7 +140,5 @@
   });
   Plotly.newPlot(totalsEl, totalsTraces, totalsLayout,
                  { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["sendDataToCloud"], showSendToCloud: false, showEditInChartStudio: false });
-  totalsEl.on("plotly_click", function (ev) {
-    if (ev.points && ev.points.length && ev.points[0].customdata) window.location.href = ev.points[0].customdata;
-  });
+  totalsEl.on("plotly_click", clicked);
 })();
