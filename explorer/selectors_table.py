@@ -22,6 +22,7 @@ from explorer import selectors
 from explorer.cache import CACHE
 from explorer.catalogs import check_inside
 from explorer.units import sizes_in_text
+from explorer.sorting import by_key, sort_rows
 from floe import inspect
 from floe.diff import schema_for_snapshot, schema_history, snapshot_diff, spec_history
 from floe.errors import FloeError, NotFound, ValidationError
@@ -407,12 +408,14 @@ def manifest_at(*, table: Table, snapshot_id: int, index: int) -> ManifestFile:
 
 def manifest_entry_rows(
     *, table: Table, snapshot_id: int, index: int, status: str = "", content: str = "",
-    sort: str = "", descending: bool = False,
+    text: str = "", sort: str = "", descending: bool = False,
 ) -> list[dict[str, Any]]:
-    """Entries of ONE manifest (all statuses), filtered and sorted; each row is a
-    ``floe files`` row plus its position in the manifest and its status name."""
+    """Entries of ONE manifest (all statuses), filtered (status, content, ``text`` in the
+    file path or the partition, case-insensitive) and sorted (explorer.sorting); each row is
+    a ``floe files`` row plus its position in the manifest and its status name."""
     manifest = manifest_at(table=table, snapshot_id=snapshot_id, index=index)
     ptypes: dict[int, StructType] = {}
+    needle = text.lower()
     rows = []
     for pos, entry in enumerate(_manifest_entries(table, manifest)):
         row = file_row(table.metadata, manifest, entry, ptypes)
@@ -422,11 +425,11 @@ def manifest_entry_rows(
             continue
         if content and row["content"] != content:
             continue
+        if needle and needle not in row["file_path"].lower() and needle not in " ".join(
+                f"{k}={v}" for k, v in (row["partition"] or {}).items()).lower():
+            continue
         rows.append(row)
-    if sort in ENTRY_SORTS:
-        rows.sort(key=lambda r: (r[sort] is None, r[sort] if r[sort] is not None else 0),
-                  reverse=descending)
-    return rows
+    return sort_rows(rows, by_key(sort), descending) if sort in ENTRY_SORTS else rows
 
 
 def file_detail(*, table: Table, snapshot_id: int, index: int, position: int) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from explorer import selectors_table as st
 from explorer.auth import read_access_required
 from explorer.models import TaskRun
 from explorer.selectors_audit import task_runs
+from explorer.sorting import by_key, parse_sort, sort_rows
 from floe.errors import NotFound, ValidationError
 from floe.table import Table
 
@@ -54,11 +55,20 @@ def table_overview(request: HttpRequest, catalog: str, ns: str, table: str) -> H
     ))
 
 
+#: The snapshot list's sorts (explorer.sorting); without one, newest first.
+SNAPSHOT_SORTS = ("timestamp_ms", "operation", "sequence_number", "added_records",
+                  "deleted_records", "total_records", "schema_id")
+
+
 @read_access_required
 def table_snapshots(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpResponse:
     t = _open(catalog, ns, table)
-    page = Paginator(st.snapshot_list(table=t), settings.FLOE_PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "explorer/snapshot_list.html", _context(t, page=page))
+    rows = st.snapshot_list(table=t)
+    sort, descending = parse_sort(request.GET.get("sort"), SNAPSHOT_SORTS)
+    if sort:
+        rows = sort_rows(rows, by_key(sort), descending)
+    page = Paginator(rows, settings.FLOE_PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "explorer/snapshot_list.html", _context(t, page=page, sort=sort))
 
 
 @read_access_required
@@ -81,15 +91,15 @@ def manifest_detail(request: HttpRequest, catalog: str, ns: str, table: str, sna
     t = _open(catalog, ns, table)
     status = request.GET.get("status", "")
     content = request.GET.get("content", "")
-    sort = request.GET.get("sort", "")
-    desc = sort.startswith("-")
+    query = request.GET.get("q", "").strip()
+    sort, desc = parse_sort(request.GET.get("sort"), st.ENTRY_SORTS)
     rows = st.manifest_entry_rows(table=t, snapshot_id=snapshot_id, index=index, status=status,
-                                  content=content, sort=sort.lstrip("-"), descending=desc)
+                                  content=content, text=query, sort=sort, descending=desc)
     page = Paginator(rows, settings.FLOE_PAGE_SIZE).get_page(request.GET.get("page"))
     manifest = st.manifest_at(table=t, snapshot_id=snapshot_id, index=index)
     return render(request, "explorer/manifest_detail.html", _context(
         t, snapshot_id=snapshot_id, index=index, manifest=manifest, page=page, status=status,
-        content=content, sort=sort, sorts=st.ENTRY_SORTS,
+        content=content, query=query,
         statuses=sorted(st.STATUS_NAMES.values()), contents=["data", "position_deletes", "equality_deletes"],
     ))
 

@@ -23,6 +23,29 @@ def field_value(values: dict[str, dict[str, str]], kind: str, name: str) -> str:
     return (values or {}).get(kind, {}).get(name, "")
 
 
+@register.simple_tag(takes_context=True)
+def sort_head(context: dict[str, Any], key: str, label: str, numeric: bool = False) -> str:
+    """A column heading that links the server-side sort by ``key`` (explorer.sorting): the
+    first click sorts ascending (descending for numbers), the next reverses; the page and
+    every other parameter are kept (the page goes back to 1)."""
+    from django.utils.html import format_html
+
+    query = context["request"].GET.copy()
+    current = query.get("sort", "")
+    if current == key:
+        target, state, arrow = f"-{key}", "ascending", " ▲"
+    elif current == f"-{key}":
+        target, state, arrow = key, "descending", " ▼"
+    else:
+        target, state, arrow = (f"-{key}" if numeric else key), "", ""
+    query["sort"] = target
+    query.pop("page", None)
+    return format_html('<th scope="col" class="sort-head{}" data-sort-key="{}"{}><a href="?{}">{}{}</a></th>',
+                       " num" if numeric else "", key,
+                       format_html(' aria-sort="{}"', state) if state else "",
+                       query.urlencode(), label, arrow)
+
+
 @register.simple_tag
 def change_form(value: Any) -> dict[str, Any]:
     """The evolve form's rows (as posted, or blank ones) and the operations a row offers."""
