@@ -1,7 +1,7 @@
 /* Every page: wide tables scroll inside their own box (never the page), cut-off cells show
-   their whole value on hover, tables with class "sortable" sort by a click on a column
-   heading (within each tbody: a group's rows stay in their group), and an input with
-   data-filter-for="ID" hides the rows of table ID that do not contain its text. */
+   their whole value on hover, and tables with class "sortable" (lists that are not paged;
+   paged ones sort on the server, explorer/sorting.py) sort by a click on a column heading
+   (within each tbody: a group's rows stay in their group). */
 (function () {
   "use strict";
   function wrap(table) {
@@ -45,23 +45,9 @@
       });
     });
   }
-  function filterable(input) {
-    var table = document.getElementById(input.getAttribute("data-filter-for"));
-    if (!table) return;
-    input.addEventListener("input", function () {
-      var needle = input.value.trim().toLowerCase();
-      Array.prototype.forEach.call(table.tBodies, function (body) {
-        Array.prototype.forEach.call(body.rows, function (r) {
-          if (r.classList.contains("group")) return;
-          r.hidden = needle !== "" && r.textContent.toLowerCase().indexOf(needle) < 0;
-        });
-      });
-    });
-  }
   function init() {
     document.querySelectorAll("main table.data").forEach(wrap);
     document.querySelectorAll("table.sortable").forEach(sortable);
-    document.querySelectorAll("input[data-filter-for]").forEach(filterable);
     titles(document);
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
