@@ -48,6 +48,7 @@ from typing import Any
 import fastavro
 
 from floe import avro_schemas as S
+from floe.avro import encode_long
 from floe.partitioning import PartitionSpec, parse_partition_by
 from floe.schema import Schema
 from floe.types import LONG, STRING, TIMESTAMP, NestedField
@@ -108,22 +109,11 @@ class _Plan:
         return _START_MS + i * _SNAPSHOT_INTERVAL_MS
 
 
-def _zigzag(n: int) -> bytes:
-    """Avro's long encoding (zig-zag, then base-128 varint)."""
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while n & ~0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-_SMALL = [_zigzag(i) for i in range(1 << 13)]
+_SMALL = [encode_long(i) for i in range(1 << 13)]
 
 
 def _zz(n: int) -> bytes:
-    return _SMALL[n] if 0 <= n < 8192 else _zigzag(n)
+    return _SMALL[n] if 0 <= n < 8192 else encode_long(n)
 
 
 def _str(b: bytes) -> bytes:

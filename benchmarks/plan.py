@@ -15,8 +15,11 @@ collection after the cold plan is timed separately (``gc s``). Plans:
 - point: ``id = X AND ts = T`` matching one file (partition summaries let a planner open
   only the manifests whose day range holds ``T``).
 
-floe is measured twice: with its default (on fewer than 4 cores: one process) and with
-worker processes decoding part of the manifests (``processes=True``).
+floe is measured with its default (on fewer than 4 cores: one process), with worker
+processes decoding part of the manifests (``processes=True``) — both with the persistent
+manifest cache off, so "cold" is the first decode — and from its persistent cache of decoded
+manifests (floe.scan.manifest_store), filled by an earlier process: what every later CLI run,
+web worker or task sees. The whole-process table times ``floe plan --json`` the same ways.
 
 Usage: ``python benchmarks/plan.py [--files 100000,1000000] [--per-manifest 5000]
 [--dir DIR] [--no-pyiceberg]``.
@@ -30,6 +33,7 @@ import datetime as dt
 import gc
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -185,7 +189,7 @@ def _child_floe(location: Path, kind: str, total: int, processes: str) -> dict[s
         id_, ts = _point(total)
         when = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=ts)
         row_filter = f"id = {id_} AND ts = TIMESTAMP '{when.isoformat(sep=' ')}'"
-    proc = {"auto": None, "on": True, "off": False}[processes]
+    proc = {"auto": None, "on": True, "off": False, "cache": None}[processes]
     out: dict[str, Any] = {}
     for label in ("cold", "warm"):
         t = time.perf_counter()
@@ -253,10 +257,20 @@ def _child_pyiceberg_cli(location: Path, kind: str, total: int) -> None:
               sys.stdout)
 
 
-def _whole_process(argv: list[str]) -> dict[str, Any]:
+def _cache_dir(location: Path) -> Path:
+    return location.parent / f".manifest-cache-{location.name}"
+
+
+def _env(cache: Path | None) -> dict[str, str]:
+    """The environment of a floe process: its persistent manifest cache at ``cache``, or
+    off."""
+    return {**os.environ, "FLOE_MANIFEST_CACHE": str(cache) if cache else "off"}
+
+
+def _whole_process(argv: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
     """Wall time and peak memory of a command as a whole process, stdout discarded."""
     t = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t
     err = proc.stderr.read().decode() if proc.stderr else ""
@@ -273,11 +287,16 @@ def _processes(location: Path, total: int, pyiceberg: bool
     id_, ts = _point(total)
     when = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=ts)
     point = f"id = {id_} AND ts = TIMESTAMP '{when.isoformat(sep=' ')}'"
+    cache = _cache_dir(location)
+    shutil.rmtree(cache, ignore_errors=True)
     for kind in ("full", "point"):
         argv = [sys.executable, "-m", "floe.cli", "plan", str(location), "--json"]
         if kind == "point":
             argv += ["--filter", point]
-        out.append((kind, "floe plan --json", _whole_process(argv)))
+        out.append((kind, "floe plan --json", _whole_process(argv, _env(None))))
+        if kind == "full":  # the full plan stores every manifest
+            out.append((kind, "floe, fills cache", _whole_process(argv, _env(cache))))
+        out.append((kind, "floe, from cache", _whole_process(argv, _env(cache))))
         if pyiceberg:
             out.append((kind, "pyiceberg script", _whole_process(
                 [sys.executable, __file__, "--child", "pyiceberg-cli", str(location), kind,
@@ -285,9 +304,9 @@ def _processes(location: Path, total: int, pyiceberg: bool
     return out
 
 
-def _run_child(*args: str) -> dict[str, Any]:
+def _run_child(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     run = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True,
-                         text=True, check=False)
+                         text=True, check=False, env=env)
     if run.returncode != 0:
         return {"error": (run.stderr.strip().splitlines() or ["?"])[-1]}
     return json.loads(run.stdout.strip().splitlines()[-1])
@@ -322,13 +341,14 @@ def main() -> None:
         for kind, name, res in _processes(location, total, not args.no_pyiceberg):
             whole.append((total, kind, name, res))
             print(f"  {total:>9,} {kind:<5} {name:<17} {res}", file=sys.stderr)
-        engines = [("floe", "auto"), ("floe (+ workers)", "on")]
+        engines = [("floe", "auto"), ("floe (+ workers)", "on"), ("floe, from cache", "cache")]
         if not args.no_pyiceberg:
             engines.append(("pyiceberg", ""))
         for kind in ("full", "point"):
             for name, mode in engines:
                 engine = "floe" if name.startswith("floe") else "pyiceberg"
-                res = _run_child(engine, str(location), kind, str(total), mode)
+                res = _run_child(engine, str(location), kind, str(total), mode,
+                                 env=_env(_cache_dir(location) if mode == "cache" else None))
                 rows.append((total, kind, name, res))
                 print(f"  {total:>9,} {kind:<5} {name:<17} {_fmt(res)}", file=sys.stderr)
     print()

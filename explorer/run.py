@@ -53,6 +53,8 @@ def main() -> int:
     call_command("migrate", interactive=False, verbosity=1)
     if settings.STATIC_ROOT is None:  # a deployment that sets it collects them itself
         collect_static(settings.VAR_DIR / "static")
+    # the web server and the worker share one persistent cache of decoded manifests
+    os.environ.setdefault("FLOE_MANIFEST_CACHE", str(settings.VAR_DIR / "manifest-cache"))
     if settings.FLOE_WAREHOUSE_IS_DEMO:
         ensure_demo_warehouse(settings.FLOE_WAREHOUSE)
     from explorer.catalogs import check_configuration

@@ -9,8 +9,9 @@ a dict per record and per map entry and convert every logical value; a manifest 
 entries with statistics holds millions of such values, and most callers need few of them.
 
 Fields named in ``lazy`` are not decoded at read time when they are maps of integers to
-integers (``column_sizes``, ``value_counts``...): their bytes are skipped with a regular
-expression and kept, and :class:`LazyIntMap` decodes them on first use.
+integers (``column_sizes``, ``value_counts``...) or to bytes (``lower_bounds``,
+``upper_bounds``): their bytes are skipped and kept, and :class:`LazyIntMap` /
+:class:`LazyBytesMap` decode them on first use.
 
 Writing delegates to fastavro, which passes raw values of logical types through unchanged.
 """
@@ -85,6 +86,26 @@ def _skip_varints(buf: bytes, pos: int, count: int) -> int:
     return m.end()
 
 
+def encode_long(n: int) -> bytes:
+    """An Avro ``long`` (zig-zag varint)."""
+    n = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while n & ~0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def encode_int_map(m: Mapping[int, int]) -> bytes:
+    """A ``map<int, long>`` as Avro encodes it (one block), what :class:`LazyIntMap` reads;
+    keys are the map's int field ids, written as Avro longs like values."""
+    if not m:
+        return b"\x00"
+    return b"".join([encode_long(len(m)), *(encode_long(k) + encode_long(v)
+                                            for k, v in m.items()), b"\x00"])
+
+
 def _decode_int_map(raw: bytes) -> dict[int, int]:
     out: dict[int, int] = {}
     pos = 0
@@ -101,23 +122,79 @@ def _decode_int_map(raw: bytes) -> dict[int, int]:
     return out
 
 
-class LazyIntMap(Mapping[int, int]):
-    """A ``map<int, long>`` kept as its Avro bytes until first used; then a plain mapping."""
+def encode_bytes_map(m: Mapping[int, bytes]) -> bytes:
+    """A ``map<int, bytes>`` as Avro encodes it (one block), what :class:`LazyBytesMap`
+    reads."""
+    if not m:
+        return b"\x00"
+    return b"".join([encode_long(len(m)), *(encode_long(k) + encode_long(len(v)) + v
+                                            for k, v in m.items()), b"\x00"])
+
+
+def _decode_bytes_map(raw: bytes) -> dict[int, bytes]:
+    out: dict[int, bytes] = {}
+    pos = 0
+    n, pos = read_long(raw, pos)
+    while n:
+        if n < 0:
+            n = -n
+            _, pos = read_long(raw, pos)
+        for _ in range(n):
+            k, pos = read_long(raw, pos)
+            size, pos = read_long(raw, pos)
+            out[k] = raw[pos:pos + size]
+            pos += size
+        n, pos = read_long(raw, pos)
+    return out
+
+
+def _skip_bytes_entries(buf: bytes, pos: int, count: int) -> int:
+    """Past ``count`` ``(long key, bytes value)`` map entries."""
+    for _ in range(count):
+        while buf[pos] & 0x80:  # the key
+            pos += 1
+        pos += 1
+        b = buf[pos]
+        pos += 1
+        if b & 0x80:
+            size, pos = _varint_tail(buf, pos, b)
+        else:
+            size = (b >> 1) ^ -(b & 1)
+        if size < 0:
+            raise AvroCorrupt("negative length")
+        pos += size
+    if pos > len(buf):
+        raise AvroTruncated()
+    return pos
+
+
+class LazyMap(Mapping[int, Any]):
+    """A map of a manifest entry kept as its Avro bytes until first used; then a plain
+    mapping. Most readers of a big manifest never look at most entries' maps."""
 
     __slots__ = ("_raw", "_map")
+    _decode: Callable[[bytes], dict[int, Any]]
 
     def __init__(self, raw: bytes) -> None:
         self._raw = raw
-        self._map: dict[int, int] | None = None
+        self._map: dict[int, Any] | None = None
 
-    def _decoded(self) -> dict[int, int]:
+    def _decoded(self) -> dict[int, Any]:
         m = self._map
         if m is None:
-            m = self._map = _decode_int_map(self._raw)
+            m = self._map = type(self)._decode(self._raw)
         return m
 
-    def __getitem__(self, key: int) -> int:
+    @property
+    def raw(self) -> bytes | None:
+        """The Avro bytes, while still undecoded (None once decoded)."""
+        return self._raw if self._map is None else None
+
+    def __getitem__(self, key: int) -> Any:
         return self._decoded()[key]
+
+    def get(self, key: int, default: Any = None) -> Any:
+        return self._decoded().get(key, default)
 
     def __iter__(self) -> Iterator[int]:
         return iter(self._decoded())
@@ -130,6 +207,20 @@ class LazyIntMap(Mapping[int, int]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (dict, (self._decoded(),))
+
+
+class LazyIntMap(LazyMap):
+    """A ``map<int, long>`` (column sizes, value counts...) decoded on first use."""
+
+    __slots__ = ()
+    _decode = staticmethod(_decode_int_map)
+
+
+class LazyBytesMap(LazyMap):
+    """A ``map<int, bytes>`` (lower and upper bounds) decoded on first use."""
+
+    __slots__ = ()
+    _decode = staticmethod(_decode_bytes_map)
 
 
 # -- decoder generation ---------------------------------------------------------------------
@@ -275,6 +366,23 @@ class _DecoderBuilder:
         item(ind + 2, target)
         self.long(n, ind + 1)
 
+    def _lazy_map(self, target: str, ind: int, skip: str, cls: str) -> None:
+        """A map kept as its Avro bytes: its blocks are skipped (``skip`` past ``{n}``
+        entries; a block with its size in bytes is jumped over) and ``cls`` wraps them."""
+        start = self.var("start")
+        self.emit(ind, f"{start} = pos")
+        n = self.var("n")
+        self.long(n, ind)
+        self.emit(ind, f"while {n}:")
+        self.emit(ind + 1, f"if {n} < 0:")
+        size = self.var("size")
+        self.long(size, ind + 2)
+        self.emit(ind + 2, f"pos += {size}")
+        self.emit(ind + 1, "else:")
+        self.emit(ind + 2, "pos = " + skip.format(n=n))
+        self.long(n, ind + 1)
+        self.emit(ind, f"{target} = {cls}(buf[{start}:pos])")
+
     def array(self, schema: dict[str, Any], target: str, ind: int, namespace: str | None,
               field_name: str) -> None:
         items, item_ns = self.resolve(schema["items"], namespace)
@@ -286,20 +394,11 @@ class _DecoderBuilder:
                 self.emit(i, f"{lst}.append({v})")
             self.blocks(target, ind, "[]", item)
             return
+        if field_name in self.lazy and _is_varint(kv[0]) and kv[1] == "bytes":
+            self._lazy_map(target, ind, "_skip_bytes_entries(buf, pos, {n})", "LazyBytesMap")
+            return
         if field_name in self.lazy and all(_is_varint(t) for t in kv):
-            start = self.var("start")
-            self.emit(ind, f"{start} = pos")
-            n = self.var("n")
-            self.long(n, ind)
-            self.emit(ind, f"while {n}:")
-            self.emit(ind + 1, f"if {n} < 0:")
-            size = self.var("size")
-            self.long(size, ind + 2)
-            self.emit(ind + 2, f"pos += {size}")
-            self.emit(ind + 1, "else:")
-            self.emit(ind + 2, f"pos = _skip_varints(buf, pos, {n} * 2)")
-            self.long(n, ind + 1)
-            self.emit(ind, f"{target} = LazyIntMap(buf[{start}:pos])")
+            self._lazy_map(target, ind, "_skip_varints(buf, pos, {n} * 2)", "LazyIntMap")
             return
 
         def kv_item(i: int, d: str) -> None:
@@ -342,7 +441,9 @@ def compile_decoder(schema: Any, lazy: frozenset[str] = frozenset()) -> Callable
     source = "def decode(buf, pos, count, append):\n" + "\n".join(b.lines) + "\n"
     namespace: dict[str, Any] = {
         "_varint_tail": _varint_tail, "_skip_varints": _skip_varints, "AvroCorrupt": AvroCorrupt,
-        "LazyIntMap": LazyIntMap, "_unpack_float": struct.Struct("<f").unpack_from,
+        "LazyIntMap": LazyIntMap, "LazyBytesMap": LazyBytesMap,
+        "_skip_bytes_entries": _skip_bytes_entries,
+        "_unpack_float": struct.Struct("<f").unpack_from,
         "_unpack_double": struct.Struct("<d").unpack_from, **b.consts,
     }
     exec(compile(source, f"<avro decoder {len(_DECODERS)}>", "exec"), namespace)  # noqa: S102

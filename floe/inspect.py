@@ -16,9 +16,7 @@ from floe.io import FileIO
 from floe.manifest import (
     FileContent,
     ManifestEntry,
-    ManifestEntryStatus,
     ManifestFile,
-    read_manifest,
     read_manifest_list,
 )
 from floe.metadata import TableMetadata
@@ -216,13 +214,16 @@ def _manifests(io: FileIO, snapshot: Snapshot) -> list[ManifestFile]:
 def live_entries(
     io: FileIO, snapshot: Snapshot | None
 ) -> Iterator[tuple[ManifestFile, ManifestEntry]]:
-    """Every live (added or existing) entry of a snapshot, data and delete manifests alike."""
+    """Every live (added or existing) entry of a snapshot, data and delete manifests alike
+    (from the persistent manifest cache when it has them, floe.scan.manifest_store)."""
+    from floe.scan.manifests import read_live_entries
+
     if snapshot is None:
         return
     for m in _manifests(io, snapshot):
-        for entry in read_manifest(io, m):
-            if entry.status != ManifestEntryStatus.DELETED:
-                yield m, entry
+        (live,) = read_live_entries(io, [m], cache=None, processes=False)
+        for entry in live:
+            yield m, entry
 
 
 def file_rows(io: FileIO, md: TableMetadata, snapshot: Snapshot | None) -> list[dict[str, Any]]:

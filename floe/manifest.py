@@ -51,7 +51,8 @@ __all__ = [
 UNASSIGNED_SEQ = -1
 #: Stats maps decoded on first use when reading with ``lazy_stats=True``.
 LAZY_STATS_FIELDS = frozenset(
-    {"column_sizes", "value_counts", "null_value_counts", "nan_value_counts"}
+    {"column_sizes", "value_counts", "null_value_counts", "nan_value_counts", "lower_bounds",
+     "upper_bounds"}
 )
 
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
-__all__ = ["MANIFEST", "MANIFEST_LIST", "count_read", "reads", "reset"]
+__all__ = ["MANIFEST", "MANIFEST_LIST", "MANIFEST_CACHE", "count_read", "reads", "reset"]
 
 MANIFEST = "manifest"
 MANIFEST_LIST = "manifest_list"
+#: A manifest's entries read from the persistent cache (floe.scan.manifest_store), not decoded.
+MANIFEST_CACHE = "manifest_cache"
 
 _lock = threading.Lock()
 _reads: Counter[str] = Counter()

@@ -17,6 +17,12 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+# The persistent manifest cache (floe.scan.manifest_store) stays off in tests, and so in the
+# processes they start: many tests rewrite a manifest in place to check what a reader makes
+# of it, which a cache keyed by path and length would answer from an earlier read. Its own
+# tests (tests/floe/test_manifest_store.py) turn it on in directories of their own.
+os.environ.setdefault("FLOE_MANIFEST_CACHE", "off")
+
 from tests.factories import (
     HistoryTable,
     SnapshotSpec,

@@ -44,6 +44,7 @@ from floe.avro import (
     compile_decoder,
     container_blocks,
     decompress_block,
+    encode_long,
     read_long,
 )
 from floe.catalog.filesystem import version_hint_location
@@ -351,23 +352,13 @@ _FORMAT_AFTER = b"|".join(re.escape(bytes([2 * len(f)]) + f) + b"|" + re.escape(
     bytes([2 * len(f)]) + f.lower()) for f in sorted(_FORMATS))
 
 
-def _zigzag(n: int) -> bytes:
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while n & ~0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 _LENGTHS: dict[int, bytes] = {}
 
 
 def _length_prefix(n: int) -> bytes:
     enc = _LENGTHS.get(n)
     if enc is None:
-        enc = _LENGTHS[n] = _zigzag(n)
+        enc = _LENGTHS[n] = encode_long(n)
     return enc
 
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
-import struct
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from typing import Any
 
-from floe.avro import LazyIntMap
+from floe.avro import LazyBytesMap, LazyIntMap, LazyMap, encode_bytes_map, encode_int_map
 from floe.cache import LRUCache
+from floe.scan.manifest_store import manifest_store
 from floe.manifest import (
     DataFile,
     FileContent,
@@ -107,83 +107,42 @@ def shutdown_pool() -> None:
 
 
 def _live(io: Any, manifest: ManifestFile) -> list[ManifestEntry]:
-    return [e for e in read_manifest(io, manifest, discard_deleted=True) if e.status != _DELETED]
+    """The live entries of one manifest: from the persistent cache when it has them
+    (floe.scan.manifest_store), else decoded, and then stored there."""
+    store = manifest_store()
+    if store is not None:
+        got = store.get(manifest)
+        if got is not None:
+            return got
+    live = [e for e in read_manifest(io, manifest, discard_deleted=True) if e.status != _DELETED]
+    if store is not None:
+        store.put(manifest, live)
+    return live
 
 
-class PackedBytesMap(Mapping[int, bytes]):
-    """A ``{field id: bytes}`` map (bounds) packed into one bytes object until first used.
-
-    Worker processes send bounds packed: unpickling one bytes object per map instead of a
-    dict of many small ones is what makes receiving decoded entries cheaper than decoding.
-    """
-
-    __slots__ = ("_packed", "_map")
-
-    def __init__(self, packed: bytes) -> None:
-        self._packed = packed
-        self._map: dict[int, bytes] | None = None
-
-    @staticmethod
-    def pack(m: Mapping[int, bytes]) -> bytes:
-        header = _HEADER.pack
-        return b"".join([header(k, len(v)) + v for k, v in m.items()])
-
-    def _decoded(self) -> dict[int, bytes]:
-        m = self._map
-        if m is None:
-            m = {}
-            raw, pos, end = self._packed, 0, len(self._packed)
-            unpack, size = _HEADER.unpack_from, _HEADER.size
-            while pos < end:
-                k, n = unpack(raw, pos)
-                pos += size
-                m[k] = raw[pos:pos + n]
-                pos += n
-            self._map = m
-        return m
-
-    def __getitem__(self, key: int) -> bytes:
-        return self._decoded()[key]
-
-    def get(self, key: int, default: Any = None) -> Any:
-        return self._decoded().get(key, default)
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._decoded())
-
-    def __len__(self) -> int:
-        return len(self._decoded())
-
-    def __repr__(self) -> str:
-        return repr(self._decoded())
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (PackedBytesMap, (self._packed,))
-
-
-_HEADER = struct.Struct("<iI")
 _COUNT_FIELDS = (6, 7, 8, 9)  # column_sizes ... nan_value_counts positions in DataFile
 _BOUND_FIELDS = (10, 11)
 _CONTENT_POS, _FORMAT_POS = 0, 2
 
 
-def _wire_map(m: Any) -> Any:
-    if type(m) is LazyIntMap and m._map is None:  # noqa: SLF001 - still undecoded
-        return m._raw  # noqa: SLF001
-    return m
+def _raw_map(m: Any, encode: Any) -> bytes | None:
+    """A stats map as its Avro bytes: kept as read while undecoded, else encoded again."""
+    if m is None:
+        return None
+    raw = m.raw if isinstance(m, LazyMap) else None
+    return raw if raw is not None else encode(m)  # type: ignore[no-any-return]
 
 
 def _wire(e: ManifestEntry) -> tuple[Any, ...]:
-    """An entry as a flat tuple of plain values (no enums, maps as bytes) that pickles fast."""
+    """An entry as a flat tuple of plain values (no enums, stats maps as their Avro bytes)
+    that pickles fast and that the persistent cache stores as it is."""
     values = list(e.data_file)
     values[_CONTENT_POS] = int(values[_CONTENT_POS])
     values[_FORMAT_POS] = str(values[_FORMAT_POS])
     for i in _COUNT_FIELDS:
-        values[i] = _wire_map(values[i])
+        values[i] = _raw_map(values[i], encode_int_map)
     for i in _BOUND_FIELDS:
-        m = values[i]
-        if m is not None:
-            values[i] = PackedBytesMap.pack(m)
+        values[i] = _raw_map(values[i], encode_bytes_map)
     return (int(e.status), e.snapshot_id, e.sequence_number, e.file_sequence_number, *values)
 
 
@@ -202,12 +161,12 @@ def _unwire(rows: list[tuple[Any, ...]]) -> list[ManifestEntry]:
         values[_FORMAT_POS] = _FORMATS.get(values[_FORMAT_POS], values[_FORMAT_POS])
         for i in _COUNT_FIELDS:
             m = values[i]
-            if type(m) is bytes:
+            if m is not None:
                 values[i] = LazyIntMap(m)
         for i in _BOUND_FIELDS:
             m = values[i]
             if m is not None:
-                values[i] = PackedBytesMap(m)
+                values[i] = LazyBytesMap(m)
         append(new(ManifestEntry, (_STATUSES[r[0]], r[1], r[2], r[3], new(DataFile, values))))
     return out
 

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 
 from floe import inspect
@@ -20,30 +19,15 @@ from floe.scan import planning
 from floe.scan.explain import write_plan_json
 from floe.scan.planning import plan_files, stream_plan
 from floe.schema import Schema
-from floe.partitioning import parse_partition_by
 from floe.types import LONG, STRING, NestedField
 
 SCHEMA = Schema(NestedField(1, "id", LONG, False), NestedField(2, "cat", STRING, True))
 
 
 @pytest.fixture(scope="module")
-def table(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def table(deletes_table: Any) -> Any:
     """Eight appends over two specs, with position and equality deletes."""
-    cat = FileSystemCatalog("c", str(tmp_path_factory.mktemp("wh")))
-    t = cat.create_table("db.t", SCHEMA, spec=parse_partition_by("cat", SCHEMA),
-                         properties={"commit.manifest-merge.enabled": "false"})
-    for k in range(6):
-        ids = list(range(k * 10, k * 10 + 10))
-        t.append(pa.table({"id": pa.array(ids, pa.int64()),
-                           "cat": [f"c{i % 3}" for i in ids]}))
-    t.update_spec().add_field("bucket(4, id)").commit()
-    for k in range(6, 8):
-        ids = list(range(k * 10, k * 10 + 10))
-        t.append(pa.table({"id": pa.array(ids, pa.int64()),
-                           "cat": [f"c{i % 3}" for i in ids]}))
-    t.delete_where("id = 3 OR id = 61", mode="merge-on-read")
-    t.delete_equal(["id"], pa.table({"id": pa.array([12, 70], pa.int64())}))
-    return t
+    return deletes_table
 
 
 def run(*args: str) -> str:

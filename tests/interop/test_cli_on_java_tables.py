@@ -179,3 +179,30 @@ def test_files_of_the_current_snapshot(
         }
         expected = {k: v for k, v in (s.get("partition") or {}).items() if k in ptype}
         assert got == expected, r["file_path"]
+
+
+@pytest.mark.parametrize("name", TABLE_NAMES)
+def test_plans_and_files_from_the_manifest_cache_equal_those_without(
+    spark_tables: dict[str, SparkTable], name: str, tmp_path: Path
+) -> None:
+    """The persistent manifest cache (floe.scan.manifest_store) on every table Java wrote
+    (every partition transform and type, deletes, evolution): `floe plan --json` and `floe
+    files --json` print the same documents with the cache off, while filling it and from
+    it."""
+    import os
+
+    location = str(spark_tables[name].location)
+
+    def run(command: str, cache: str) -> str:
+        got = subprocess.run([sys.executable, "-m", "floe.cli", command, location, "--json"],
+                             capture_output=True, text=True, timeout=120, check=False,
+                             env={**os.environ, "FLOE_MANIFEST_CACHE": cache})
+        assert got.returncode == 0, got.stderr
+        return got.stdout
+
+    for command in ("plan", "files"):
+        without = run(command, "off")
+        assert run(command, str(tmp_path)) == without
+        assert run(command, str(tmp_path)) == without
+    if json.loads(run("files", "off")):  # a table with live files: they came from the cache
+        assert list(tmp_path.rglob("*.arrow"))

@@ -1,0 +1,304 @@
+"""A persistent cache of decoded manifests, shared by every process on the machine.
+
+Manifests are immutable, so the live entries decoded from one can serve every later process
+(a CLI run, a web worker, a Celery task) instead of decoding the Avro again. Each manifest
+becomes one Arrow IPC file under the cache directory, named by a digest of its key: the
+manifest's path and length and the two values its entries inherit from the manifest list
+(sequence number, added snapshot id). The key is also written inside the file and compared
+on every read, so an entry is never trusted for another manifest.
+
+Safe by construction:
+
+* each entry ends with the CRC-32 of its bytes, checked on every read;
+* written atomically (a temporary file in the same directory, then a rename), so a reader
+  sees a whole entry or none, and two processes filling the same entry at once each write a
+  whole, identical file;
+* an entry that cannot be read (truncated, corrupt, another format version, a key that does
+  not match) is ignored and removed; the manifest is decoded and the entry written again;
+* a manifest whose entries would not read back exactly (a partition value Arrow stores as
+  another Python type) is not cached at all;
+* bounded in bytes: when the entries written exceed the bound, the least recently used are
+  removed (a hit refreshes an entry's modification time).
+
+Configuration (environment): ``FLOE_MANIFEST_CACHE`` — the directory (default
+``$XDG_CACHE_HOME/floe/manifests``, else ``~/.cache/floe/manifests``; ``off`` turns the
+cache off); ``FLOE_MANIFEST_CACHE_BYTES`` — the bound (default 2 GiB). The explorer points it
+under its var directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import struct
+import tempfile
+import threading
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from floe import stats
+from floe.avro import LazyBytesMap, LazyIntMap
+from floe.manifest import (
+    DataFile,
+    FileContent,
+    FileFormat,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+)
+
+__all__ = ["ManifestStore", "manifest_store", "FORMAT_VERSION"]
+
+#: Bumped whenever the layout of an entry file changes: files of other versions are ignored.
+FORMAT_VERSION = "2"
+DEFAULT_MAX_BYTES = 2 << 30
+
+_INT8, _INT32, _INT64 = pa.int8(), pa.int32(), pa.int64()
+# The columns of the flat entry tuples of floe.scan.manifests._wire, in order (the stats maps
+# as their Avro bytes); the partition tuple (position 7) is stored as one column per
+# partition field instead.
+_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
+    ("status", _INT8), ("snapshot_id", _INT64), ("sequence_number", _INT64),
+    ("file_sequence_number", _INT64), ("content", _INT8), ("file_path", pa.string()),
+    ("file_format", pa.string()), ("partition", pa.null()), ("record_count", _INT64),
+    ("file_size_in_bytes", _INT64), ("column_sizes", pa.binary()),
+    ("value_counts", pa.binary()), ("null_value_counts", pa.binary()),
+    ("nan_value_counts", pa.binary()), ("lower_bounds", pa.binary()),
+    ("upper_bounds", pa.binary()), ("key_metadata", pa.binary()),
+    ("split_offsets", pa.list_(_INT64)), ("equality_ids", pa.list_(_INT32)),
+    ("sort_order_id", _INT32), ("spec_id", _INT32), ("first_row_id", _INT64),
+    ("referenced_data_file", pa.string()), ("content_offset", _INT64),
+    ("content_size_in_bytes", _INT64),
+)
+_PARTITION = 7
+# After the Arrow IPC file: the CRC-32 of its bytes and a magic (IPC files carry no checksum,
+# and a changed data byte would otherwise read back as another value).
+_MAGIC = b"FLC1"
+_TRAILER = struct.Struct("<I4s")
+
+
+def _key(manifest: ManifestFile) -> dict[bytes, bytes]:
+    return {b"floe.format": FORMAT_VERSION.encode(),
+            b"floe.path": manifest.manifest_path.encode(),
+            b"floe.length": str(manifest.manifest_length).encode(),
+            b"floe.sequence_number": str(manifest.sequence_number).encode(),
+            b"floe.added_snapshot_id": str(manifest.added_snapshot_id).encode()}
+
+
+def _same(a: Any, b: Any) -> bool:
+    """``b`` is ``a`` read back: the same type and value (NaN is NaN; a decimal keeps its
+    exponent)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return bool(a == b) and (not hasattr(a, "as_tuple") or str(a) == str(b))
+
+
+class ManifestStore:
+    """The cache directory ``root``, bounded by ``max_bytes`` (module docstring)."""
+
+    def __init__(self, root: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES
+                 ) -> None:
+        self.root = Path(root)
+        self.max_bytes = max_bytes
+        self._written = 0
+        self._lock = threading.Lock()
+
+    def path_for(self, manifest: ManifestFile) -> Path:
+        digest = hashlib.sha256(b"\0".join(_key(manifest).values())).hexdigest()
+        return self.root / digest[:2] / f"{digest[2:]}.arrow"
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def get(self, manifest: ManifestFile) -> list[ManifestEntry] | None:
+        """The live entries of ``manifest`` as stored, or None (absent, or unreadable: then
+        the file is removed)."""
+        path = self.path_for(manifest)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return None
+        if len(data) < _TRAILER.size or data[-4:] != _MAGIC or \
+                _TRAILER.unpack_from(data, len(data) - _TRAILER.size)[0] != \
+                zlib.crc32(memoryview(data)[:-_TRAILER.size]):
+            self._discard(path)  # truncated, or bytes changed since it was written
+            return None
+        try:
+            buffer = pa.py_buffer(data).slice(0, len(data) - _TRAILER.size)
+            table = pa.ipc.open_file(buffer).read_all()
+        except (pa.ArrowException, ValueError):
+            self._discard(path)
+            return None
+        try:
+            meta = table.schema.metadata or {}
+            if any(meta.get(k) != v for k, v in _key(manifest).items()):
+                return None  # another manifest's entry (or another format): not trusted
+            entries = _entries(table, int(meta[b"floe.partition_fields"]))
+        except (KeyError, ValueError, TypeError, IndexError, pa.ArrowException):
+            self._discard(path)
+            return None
+        try:
+            os.utime(path)  # recently used
+        except OSError:
+            pass
+        stats.count_read(stats.MANIFEST_CACHE)
+        return entries
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def put(self, manifest: ManifestFile, entries: Sequence[ManifestEntry]) -> bool:
+        """Store the live entries of ``manifest``; False when they cannot be stored exactly
+        (nothing is written then) or the directory cannot be written."""
+        from floe.scan.manifests import _wire
+
+        table = self._table(manifest, [_wire(e) for e in entries])
+        if table is None:
+            return False
+        path = self.path_for(manifest)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_file(sink, table.schema) as writer:
+                writer.write_table(table)
+            body = sink.getvalue()
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".arrow", dir=path.parent)
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    out.write(body)
+                    out.write(_TRAILER.pack(zlib.crc32(body), _MAGIC))
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+            size = path.stat().st_size
+        except OSError:
+            return False
+        with self._lock:
+            self._written += size
+            due = self._written > self.max_bytes // 10
+            if due:
+                self._written = 0
+        if due:
+            self.trim()
+        return True
+
+    @staticmethod
+    def _table(manifest: ManifestFile, rows: list[tuple[Any, ...]]) -> pa.Table | None:
+        n_parts = len(rows[0][_PARTITION]) if rows else 0
+        if any(len(r[_PARTITION]) != n_parts for r in rows):
+            return None
+        cols = list(zip(*rows, strict=True)) if rows else [()] * len(_COLUMNS)
+        arrays: dict[str, pa.Array] = {}
+        try:
+            for i, (name, type_) in enumerate(_COLUMNS):
+                values = list(cols[i])
+                if i == _PARTITION:
+                    for k in range(n_parts):
+                        part = [p[k] for p in values]
+                        arr = pa.array(part)
+                        if not all(_same(a, b)
+                                   for a, b in zip(part, arr.to_pylist(), strict=True)):
+                            return None
+                        arrays[f"p{k}"] = arr
+                    continue
+                arrays[name] = pa.array(values, type=type_)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            return None
+        meta = {**_key(manifest), b"floe.partition_fields": str(n_parts).encode()}
+        return pa.table(arrays).replace_schema_metadata(meta)
+
+    # -- bounding --------------------------------------------------------------------------
+
+    def trim(self) -> None:
+        """Remove the least recently used entries until the cache holds at most 90% of its
+        bound (entries being written by others are left alone)."""
+        files: list[tuple[float, int, Path]] = []
+        try:
+            for sub in os.scandir(self.root):
+                if not sub.is_dir():
+                    continue
+                for f in os.scandir(sub.path):
+                    if f.name.endswith(".arrow") and not f.name.startswith(".tmp-"):
+                        st = f.stat()
+                        files.append((st.st_mtime, st.st_size, Path(f.path)))
+        except OSError:
+            return
+        total = sum(size for _, size, _ in files)
+        if total <= self.max_bytes:
+            return
+        for _, size, path in sorted(files, key=lambda f: f[0]):
+            if total <= self.max_bytes * 0.9:
+                break
+            self._discard(path)
+            total -= size
+
+    @staticmethod
+    def _discard(path: Path) -> None:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+
+
+def _entries(table: pa.Table, n_parts: int) -> list[ManifestEntry]:
+    """The entries of a stored table, built column by column (what
+    floe.scan.manifests._unwire does row by row, several times faster)."""
+    n = table.num_rows
+    col = {name: table.column(name).to_pylist() for name, _ in _COLUMNS if name != "partition"}
+    statuses = {s.value: s for s in ManifestEntryStatus}
+    contents = {c.value: c for c in FileContent}
+    formats = {f.value: f for f in FileFormat}
+    lazy, packed = LazyIntMap, LazyBytesMap
+    for name in ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts"):
+        col[name] = [None if v is None else lazy(v) for v in col[name]]
+    for name in ("lower_bounds", "upper_bounds"):
+        col[name] = [None if v is None else packed(v) for v in col[name]]
+    parts = [table.column(f"p{i}").to_pylist() for i in range(n_parts)]
+    partitions = list(zip(*parts, strict=True)) if parts else [()] * n
+    new = tuple.__new__
+    files = [new(DataFile, t) for t in zip(
+        [contents[v] for v in col["content"]], col["file_path"],
+        [formats.get(v, v) for v in col["file_format"]], partitions, col["record_count"],
+        col["file_size_in_bytes"], col["column_sizes"], col["value_counts"],
+        col["null_value_counts"], col["nan_value_counts"], col["lower_bounds"],
+        col["upper_bounds"], col["key_metadata"], col["split_offsets"], col["equality_ids"],
+        col["sort_order_id"], col["spec_id"], col["first_row_id"],
+        col["referenced_data_file"], col["content_offset"], col["content_size_in_bytes"],
+        strict=True)]
+    return [new(ManifestEntry, t) for t in zip(
+        [statuses[v] for v in col["status"]], col["snapshot_id"], col["sequence_number"],
+        col["file_sequence_number"], files, strict=True)]
+
+
+_stores: dict[tuple[str, int], ManifestStore] = {}
+_stores_lock = threading.Lock()
+
+
+def _default_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "floe" / "manifests"
+
+
+def manifest_store() -> ManifestStore | None:
+    """The store the environment configures (module docstring), or None when it is off."""
+    raw = os.environ.get("FLOE_MANIFEST_CACHE", "").strip()
+    if raw.lower() in ("off", "0", "false", "no", "none"):
+        return None
+    root = os.path.abspath(raw) if raw else str(_default_root())
+    try:
+        max_bytes = int(os.environ.get("FLOE_MANIFEST_CACHE_BYTES", "") or DEFAULT_MAX_BYTES)
+    except ValueError:
+        max_bytes = DEFAULT_MAX_BYTES
+    with _stores_lock:
+        store = _stores.get((root, max_bytes))
+        if store is None:
+            store = _stores[(root, max_bytes)] = ManifestStore(root, max_bytes)
+        return store
