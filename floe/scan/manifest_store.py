@@ -34,6 +34,7 @@ import os
 import struct
 import tempfile
 import threading
+import time
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -122,9 +123,7 @@ class ManifestStore:
         path = self.path_for(manifest)
         try:
             data = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        except OSError:
+        except OSError:  # absent (most often), or unreadable: decode instead
             return None
         if len(data) < _TRAILER.size or data[-4:] != _MAGIC or \
                 _TRAILER.unpack_from(data, len(data) - _TRAILER.size)[0] != \
@@ -219,15 +218,19 @@ class ManifestStore:
 
     def trim(self) -> None:
         """Remove the least recently used entries until the cache holds at most 90% of its
-        bound (entries being written by others are left alone)."""
+        bound, and temporary files over an hour old (younger ones may be being written)."""
         files: list[tuple[float, int, Path]] = []
+        stale = time.time() - 3600
         try:
             for sub in os.scandir(self.root):
                 if not sub.is_dir():
                     continue
                 for f in os.scandir(sub.path):
-                    if f.name.endswith(".arrow") and not f.name.startswith(".tmp-"):
-                        st = f.stat()
+                    st = f.stat()
+                    if f.name.startswith(".tmp-"):
+                        if st.st_mtime < stale:  # left by a process killed while writing
+                            self._discard(Path(f.path))
+                    elif f.name.endswith(".arrow"):
                         files.append((st.st_mtime, st.st_size, Path(f.path)))
         except OSError:
             return
