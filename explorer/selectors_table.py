@@ -156,6 +156,19 @@ def schema_tree(schema: Schema) -> list[dict[str, Any]]:
     return _schema_tree(schema.as_struct().fields)
 
 
+def schema_tree_marked(*, before: Schema, after: Schema) -> list[dict[str, Any]]:
+    """``after`` as :func:`schema_tree` rows, each with a ``mark``: "added" (a field id
+    ``before`` lacks), "changed" (its path, type, requiredness or doc differ) or ""."""
+    old = {r["field_id"]: r for r in schema_tree(before)}
+    rows = []
+    for row in schema_tree(after):
+        was = old.get(row["field_id"])
+        mark = "added" if was is None else "changed" if any(
+            was[k] != row[k] for k in ("path", "type", "required", "doc")) else ""
+        rows.append({**row, "mark": mark})
+    return rows
+
+
 def _schema_tree(fields: Iterable[NestedField], depth: int = 0, prefix: str = "") -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for f in fields:

@@ -101,18 +101,12 @@ def table_action(request: HttpRequest, catalog: str, ns: str, table: str) -> Htt
 
 
 def _preview_schema(preview: dict[str, Any]) -> dict[str, Any]:
-    """An evolve preview's new schema as the overview's tree, fields the changes touch
-    marked (by field id: added, or changed in name, type, requiredness or doc)."""
+    """An evolve preview's new schema as a tree with the fields its changes touch marked."""
     if not isinstance(preview.get("schema"), dict):
         return {}
-    before = {r["field_id"]: r for r in st.schema_tree(Schema.from_json(preview["current"]["schema"]))}
-    rows = []
-    for row in st.schema_tree(Schema.from_json(preview["schema"])):
-        old = before.get(row["field_id"])
-        mark = "added" if old is None else "changed" if any(
-            old[k] != row[k] for k in ("path", "type", "required", "doc")) else ""
-        rows.append({**row, "mark": mark})
-    return {"schema_tree": rows}
+    return {"schema_tree": st.schema_tree_marked(
+        before=Schema.from_json(preview["current"]["schema"]),
+        after=Schema.from_json(preview["schema"]))}
 
 
 # --- task pages -----------------------------------------------------------------------------------
