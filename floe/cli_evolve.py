@@ -28,13 +28,15 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from floe.cli_common import TABLE_HELP, open_table
 from floe.errors import ValidationError
-from floe.table.update_schema import UpdateSchema
-from floe.table.update_spec import ReplaceSortOrder, UpdateSpec
 from floe.types import parse_type
+
+if TYPE_CHECKING:  # only types here: read-only `floe` commands need not import them
+    from floe.table.update_schema import UpdateSchema
+    from floe.table.update_spec import ReplaceSortOrder, UpdateSpec
 
 __all__ = ["register"]
 

@@ -6,11 +6,13 @@ the ``floe`` command contract). Each command is one commit through
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from floe.cli_common import TABLE_HELP, open_table
 from floe.errors import ValidationError
-from floe.table.manage_snapshots import ManageSnapshots
+
+if TYPE_CHECKING:  # only a type here: read-only `floe` commands need not import it
+    from floe.table.manage_snapshots import ManageSnapshots
 
 __all__ = ["register"]
 

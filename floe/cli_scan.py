@@ -19,20 +19,17 @@ import os
 import sys
 import uuid
 from collections.abc import Iterator
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any
 
 from floe.cli_common import TABLE_HELP, load_table_state
 from floe.errors import ValidationError
 from floe.io import FileIO, local_path
-from floe.io.parquet import schema_to_arrow
-from floe.io.readers import read_plan
 from floe.scan import plan_files
 from floe.scan.explain import write_plan_json
-from floe.scan.incremental import changelog, changelog_arrow_schema, plan_appends
 from floe.scan.planning import stream_plan
+
+if TYPE_CHECKING:  # reading data (pyarrow) is imported by `floe scan` itself, so the
+    import pyarrow as pa  # metadata commands start faster
 
 __all__ = ["register", "cmd_scan", "cmd_plan", "json_value"]
 
@@ -89,6 +86,10 @@ def _columns(args: argparse.Namespace) -> list[str] | None:
 
 
 def cmd_scan(args: argparse.Namespace) -> None:
+    from floe.io.parquet import schema_to_arrow
+    from floe.io.readers import read_plan
+    from floe.scan.incremental import changelog, changelog_arrow_schema, plan_appends
+
     columns = _columns(args)
     if args.from_snapshot is None:
         if args.to_snapshot is not None or args.changelog:
@@ -108,6 +109,8 @@ def cmd_scan(args: argparse.Namespace) -> None:
 
 def _write(batches: Iterator[pa.RecordBatch], arrow_schema: pa.Schema, output: str) -> None:
     """Batches as a Parquet file (replaced atomically), or as JSON lines for ``-``."""
+    import pyarrow.parquet as pq
+
     if output == "-":
         out = sys.stdout
         for batch in batches:
@@ -195,6 +198,7 @@ def json_value(v: Any) -> Any:
         return str(v)
     if isinstance(v, (bytes, bytearray)):
         return base64.b64encode(bytes(v)).decode()
-    if isinstance(v, pa.Scalar):
-        return json_value(v.as_py())
+    as_py = getattr(v, "as_py", None)  # an Arrow scalar
+    if callable(as_py):
+        return json_value(as_py())
     return str(v)

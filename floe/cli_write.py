@@ -11,10 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any
 
 from floe.cli_common import TABLE_HELP, open_catalog_for_create, open_table
 from floe.errors import ValidationError
@@ -24,8 +21,6 @@ from floe.partitioning import UNPARTITIONED, parse_partition_by
 from floe.schema import Schema
 from floe.sorting import UNSORTED_SORT_ORDER, parse_sort_by
 from floe.table import Table
-from floe.table.row_level import plan_delete
-from floe.table.writer import write_data_files
 from floe.types import (
     BINARY,
     BOOLEAN,
@@ -47,10 +42,16 @@ from floe.types import (
     StructType,
 )
 
+if TYPE_CHECKING:  # the writing machinery is imported by the commands that write, so the
+    import pyarrow as pa  # read-only `floe` commands start faster
+
+
 __all__ = ["register"]
 
 
 def _arrow_schema_to_iceberg(arrow_schema: pa.Schema) -> Schema:
+    import pyarrow as pa
+
     """The Iceberg schema of an Arrow schema, ids in depth-first order (reassigned on create
     anyway); unsigned 32/64-bit integers become long."""
     next_id = [0]
@@ -104,6 +105,8 @@ def _arrow_schema_to_iceberg(arrow_schema: pa.Schema) -> Schema:
 
 
 def cmd_create(args: argparse.Namespace) -> None:
+    import pyarrow.parquet as pq
+
     schema = _arrow_schema_to_iceberg(pq.read_schema(local_path(args.schema_from)))
     spec = parse_partition_by(args.partition_by, schema) if args.partition_by else UNPARTITIONED
     order = parse_sort_by(args.sort_by, schema) if args.sort_by else UNSORTED_SORT_ORDER
@@ -126,6 +129,10 @@ def cmd_append(args: argparse.Namespace) -> None:
 
 
 def _append(table: Table, paths: list[str]) -> None:
+    import pyarrow.parquet as pq
+
+    from floe.table.writer import write_data_files
+
     io = table.io
     files: list[DataFile] = []
     written: list[str] = []
@@ -141,6 +148,8 @@ def _append(table: Table, paths: list[str]) -> None:
 
 
 def cmd_delete(args: argparse.Namespace) -> None:
+    from floe.table.row_level import plan_delete
+
     with open_table(args.table) as table:
         if args.dry_run:
             plan = plan_delete(table.io, table.metadata, args.filter, mode=args.mode,
@@ -169,6 +178,9 @@ def cmd_delete(args: argparse.Namespace) -> None:
 
 
 def _read_files(paths: list[str]) -> pa.Table:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     tables = [pq.read_table(local_path(p)) for p in paths]
     return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="default")
 

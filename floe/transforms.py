@@ -26,11 +26,9 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import mmh3
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from floe import conversions
 from floe.conversions import (
@@ -71,6 +69,9 @@ from floe.types import (
     UUIDType,
     VariantType,
 )
+
+if TYPE_CHECKING:  # Arrow is imported by the vectorised transforms that use it
+    import pyarrow as pa
 
 __all__ = [
     "BucketTransform",
@@ -588,6 +589,9 @@ def transform_arrow(
     input's type for identity, truncate and void). Temporal inputs may come in any Arrow
     unit; integer arrays are taken as the Iceberg representation (days, micros, nanos).
     """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if isinstance(array, pa.ChunkedArray):
         chunks = array.chunks or [pa.array([], type=array.type)]
         return pa.chunked_array([transform_arrow(transform, source_type, c) for c in chunks])
@@ -625,12 +629,16 @@ def _wrap(value: int, bits: int) -> int:
 def _scalar_arrow(
     transform: Transform, source_type: PrimitiveType, array: pa.Array, out_type: pa.DataType
 ) -> pa.Array:
+    import pyarrow as pa
+
     fn = transform.transform(source_type)
     return pa.array([fn(v) for v in array.to_pylist()], type=out_type)
 
 
 def _iceberg_ints(source_type: PrimitiveType, array: pa.Array) -> pa.Array:
     """Temporal Arrow values as the ints floe uses (days, micros or nanos); others as is."""
+    import pyarrow as pa
+
     t = array.type
     if pa.types.is_integer(t):
         return array
@@ -648,6 +656,8 @@ def _iceberg_ints(source_type: PrimitiveType, array: pa.Array) -> pa.Array:
 
 def _floor_div(values: pa.Array, divisor: int) -> pa.Array:
     """Floor division (Arrow's integer divide truncates toward zero)."""
+    import pyarrow.compute as pc
+
     quotient = pc.divide(values, divisor)
     remainder = pc.subtract(values, pc.multiply(quotient, divisor))
     return pc.if_else(pc.less(remainder, 0), pc.subtract(quotient, 1), quotient)
@@ -656,6 +666,9 @@ def _floor_div(values: pa.Array, divisor: int) -> pa.Array:
 def _temporal_arrow(
     transform: _TimeTransform, source_type: PrimitiveType, ints: pa.Array
 ) -> pa.Array:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     ints = ints.cast(pa.int64())
     nanos = isinstance(source_type, _NANOS_TS)
     if isinstance(transform, HourTransform):

@@ -38,9 +38,8 @@ import time
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from floe import stats
 from floe.avro import LazyBytesMap, LazyIntMap
@@ -53,29 +52,39 @@ from floe.manifest import (
     ManifestFile,
 )
 
+if TYPE_CHECKING:  # Arrow is imported when the cache is used (`floe` starts faster)
+    import pyarrow as pa
+
 __all__ = ["ManifestStore", "manifest_store", "FORMAT_VERSION"]
 
 #: Bumped whenever the layout of an entry file changes: files of other versions are ignored.
 FORMAT_VERSION = "2"
 DEFAULT_MAX_BYTES = 2 << 30
 
-_INT8, _INT32, _INT64 = pa.int8(), pa.int32(), pa.int64()
-# The columns of the flat entry tuples of floe.scan.manifests._wire, in order (the stats maps
-# as their Avro bytes); the partition tuple (position 7) is stored as one column per
-# partition field instead.
-_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
-    ("status", _INT8), ("snapshot_id", _INT64), ("sequence_number", _INT64),
-    ("file_sequence_number", _INT64), ("content", _INT8), ("file_path", pa.string()),
-    ("file_format", pa.string()), ("partition", pa.null()), ("record_count", _INT64),
-    ("file_size_in_bytes", _INT64), ("column_sizes", pa.binary()),
-    ("value_counts", pa.binary()), ("null_value_counts", pa.binary()),
-    ("nan_value_counts", pa.binary()), ("lower_bounds", pa.binary()),
-    ("upper_bounds", pa.binary()), ("key_metadata", pa.binary()),
-    ("split_offsets", pa.list_(_INT64)), ("equality_ids", pa.list_(_INT32)),
-    ("sort_order_id", _INT32), ("spec_id", _INT32), ("first_row_id", _INT64),
-    ("referenced_data_file", pa.string()), ("content_offset", _INT64),
-    ("content_size_in_bytes", _INT64),
+_NAMES = (
+    "status", "snapshot_id", "sequence_number", "file_sequence_number", "content",
+    "file_path", "file_format", "partition", "record_count", "file_size_in_bytes",
+    "column_sizes", "value_counts", "null_value_counts", "nan_value_counts", "lower_bounds",
+    "upper_bounds", "key_metadata", "split_offsets", "equality_ids", "sort_order_id",
+    "spec_id", "first_row_id", "referenced_data_file", "content_offset",
+    "content_size_in_bytes",
 )
+
+
+@cache
+def _columns() -> tuple[tuple[str, pa.DataType], ...]:
+    """The columns of the flat entry tuples of floe.scan.manifests._wire, in order (the
+    stats maps as their Avro bytes), with their Arrow types; the partition tuple (position
+    7) is stored as one column per partition field instead."""
+    import pyarrow as pa
+
+    i8, i32, i64, binary, string = pa.int8(), pa.int32(), pa.int64(), pa.binary(), pa.string()
+    types = (i8, i64, i64, i64, i8, string, string, pa.null(), i64, i64, binary, binary,
+             binary, binary, binary, binary, binary, pa.list_(i64), pa.list_(i32), i32, i32,
+             i64, string, i64, i64)
+    return tuple(zip(_NAMES, types, strict=True))
+
+
 _PARTITION = 7
 # After the Arrow IPC file: the CRC-32 of its bytes and a magic (IPC files carry no checksum,
 # and a changed data byte would otherwise read back as another value).
@@ -120,6 +129,8 @@ class ManifestStore:
     def get(self, manifest: ManifestFile) -> list[ManifestEntry] | None:
         """The live entries of ``manifest`` as stored, or None (absent, or unreadable: then
         the file is removed)."""
+        import pyarrow as pa
+
         path = self.path_for(manifest)
         try:
             data = path.read_bytes()
@@ -156,6 +167,8 @@ class ManifestStore:
     def put(self, manifest: ManifestFile, entries: Sequence[ManifestEntry]) -> bool:
         """Store the live entries of ``manifest``; False when they cannot be stored exactly
         (nothing is written then) or the directory cannot be written."""
+        import pyarrow as pa
+
         from floe.scan.manifests import _wire
 
         table = self._table(manifest, [_wire(e) for e in entries])
@@ -191,13 +204,15 @@ class ManifestStore:
 
     @staticmethod
     def _table(manifest: ManifestFile, rows: list[tuple[Any, ...]]) -> pa.Table | None:
+        import pyarrow as pa
+
         n_parts = len(rows[0][_PARTITION]) if rows else 0
         if any(len(r[_PARTITION]) != n_parts for r in rows):
             return None
-        cols = list(zip(*rows, strict=True)) if rows else [()] * len(_COLUMNS)
+        cols = list(zip(*rows, strict=True)) if rows else [()] * len(_columns())
         arrays: dict[str, pa.Array] = {}
         try:
-            for i, (name, type_) in enumerate(_COLUMNS):
+            for i, (name, type_) in enumerate(_columns()):
                 values = list(cols[i])
                 if i == _PARTITION:
                     for k in range(n_parts):
@@ -255,7 +270,7 @@ def _entries(table: pa.Table, n_parts: int) -> list[ManifestEntry]:
     """The entries of a stored table, built column by column (what
     floe.scan.manifests._unwire does row by row, several times faster)."""
     n = table.num_rows
-    col = {name: table.column(name).to_pylist() for name, _ in _COLUMNS if name != "partition"}
+    col = {name: table.column(name).to_pylist() for name, _ in _columns() if name != "partition"}
     statuses = {s.value: s for s in ManifestEntryStatus}
     contents = {c.value: c for c in FileContent}
     formats = {f.value: f for f in FileFormat}

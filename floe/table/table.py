@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 
 from floe.io import FileIO
 from floe.metadata import TableMetadata, parse_metadata
@@ -14,7 +13,9 @@ from floe.schema import Schema
 from floe.snapshots import MAIN_BRANCH, Snapshot
 from floe.sorting import SortOrder
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only (opening a table needs no Arrow)
+    import pyarrow as pa
+
     from floe.catalog.base import Catalog, TableIdentifier
     from floe.table.manage_snapshots import ManageSnapshots
     from floe.table.transaction import Transaction
