@@ -97,42 +97,32 @@ def encode_long(n: int) -> bytes:
     return bytes(out)
 
 
-def encode_int_map(m: Mapping[int, int]) -> bytes:
-    """A ``map<int, long>`` as Avro encodes it (one block), what :class:`LazyIntMap` reads;
-    keys are the map's int field ids, written as Avro longs like values."""
+def _encode_map(m: Mapping[int, Any], encode_value: Callable[[Any], bytes]) -> bytes:
+    """A map with int keys as Avro encodes it (one block; keys written as Avro longs)."""
     if not m:
         return b"\x00"
-    return b"".join([encode_long(len(m)), *(encode_long(k) + encode_long(v)
+    return b"".join([encode_long(len(m)), *(encode_long(k) + encode_value(v)
                                             for k, v in m.items()), b"\x00"])
 
 
-def _decode_int_map(raw: bytes) -> dict[int, int]:
-    out: dict[int, int] = {}
-    pos = 0
-    n, pos = read_long(raw, pos)
-    while n:
-        if n < 0:
-            n = -n
-            _, pos = read_long(raw, pos)
-        for _ in range(n):
-            k, pos = read_long(raw, pos)
-            v, pos = read_long(raw, pos)
-            out[k] = v
-        n, pos = read_long(raw, pos)
-    return out
+def encode_int_map(m: Mapping[int, int]) -> bytes:
+    """A ``map<int, long>`` (column sizes, value counts...), what :class:`LazyIntMap` reads."""
+    return _encode_map(m, encode_long)
 
 
 def encode_bytes_map(m: Mapping[int, bytes]) -> bytes:
-    """A ``map<int, bytes>`` as Avro encodes it (one block), what :class:`LazyBytesMap`
-    reads."""
-    if not m:
-        return b"\x00"
-    return b"".join([encode_long(len(m)), *(encode_long(k) + encode_long(len(v)) + v
-                                            for k, v in m.items()), b"\x00"])
+    """A ``map<int, bytes>`` (bounds), what :class:`LazyBytesMap` reads."""
+    return _encode_map(m, lambda v: encode_long(len(v)) + v)
 
 
-def _decode_bytes_map(raw: bytes) -> dict[int, bytes]:
-    out: dict[int, bytes] = {}
+def _read_bytes(buf: bytes, pos: int) -> tuple[bytes, int]:
+    size, pos = read_long(buf, pos)
+    return buf[pos:pos + size], pos + size
+
+
+def _decode_map(raw: bytes, read_value: Callable[[bytes, int], tuple[Any, int]]
+                ) -> dict[int, Any]:
+    out: dict[int, Any] = {}
     pos = 0
     n, pos = read_long(raw, pos)
     while n:
@@ -141,11 +131,17 @@ def _decode_bytes_map(raw: bytes) -> dict[int, bytes]:
             _, pos = read_long(raw, pos)
         for _ in range(n):
             k, pos = read_long(raw, pos)
-            size, pos = read_long(raw, pos)
-            out[k] = raw[pos:pos + size]
-            pos += size
+            out[k], pos = read_value(raw, pos)
         n, pos = read_long(raw, pos)
     return out
+
+
+def _decode_int_map(raw: bytes) -> dict[int, int]:
+    return _decode_map(raw, read_long)
+
+
+def _decode_bytes_map(raw: bytes) -> dict[int, bytes]:
+    return _decode_map(raw, _read_bytes)
 
 
 def _skip_bytes_entries(buf: bytes, pos: int, count: int) -> int:
