@@ -176,6 +176,22 @@ CHANGE_OPS: tuple[ChangeOp, ...] = (
 CHANGE_OP_BY_NAME = {c.op: c for c in CHANGE_OPS}
 
 
+def _check_change_ops() -> None:
+    """Every evolve op has a row form, filling only fields the op takes (EVOLVE_OPS)."""
+    from explorer.selectors_changes import EVOLVE_OPS
+
+    assert set(CHANGE_OP_BY_NAME) == set(EVOLVE_OPS), "a row form per evolve op"
+    for c in CHANGE_OPS:
+        positional, options = EVOLVE_OPS[c.op]
+        fields = {*positional, *options}
+        used = {c.target, c.value, c.doc, "first" if c.position else None,
+                "required" if c.required else None} - {None}
+        assert used <= fields, (c.op, used - fields)
+
+
+_check_change_ops()
+
+
 def change_rows(data: QueryDict) -> list[dict[str, str]]:
     """The posted change rows in row order (inputs by name, a missing one ""), empty rows
     left out."""
