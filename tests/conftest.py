@@ -71,6 +71,25 @@ def warehouse(tmp_path: Path, settings: Any) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def demo_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo warehouse `make run` serves (explorer.demo), built once per session; tests
+    only read it (one that changes a demo table builds its own)."""
+    from explorer.demo import create_demo
+
+    root = tmp_path_factory.mktemp("demo") / "warehouse"
+    create_demo(str(root))
+    return root
+
+
+@pytest.fixture
+def demo(demo_warehouse: Path, settings: Any) -> Path:
+    """The ``local`` catalog at the demo warehouse, readable anonymously (as `make run`)."""
+    settings.FLOE_WAREHOUSE = str(demo_warehouse)
+    settings.FLOE_ALLOW_ANONYMOUS = True
+    return demo_warehouse
+
+
 @pytest.fixture(scope="module")
 def _history_built(tmp_path_factory: pytest.TempPathFactory) -> HistoryTable:
     """Written once per module: the tests that change files use ``fresh_history``."""

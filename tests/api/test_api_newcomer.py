@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 from django.test import Client
 
-from explorer.demo import create_demo
 from floe.catalog.filesystem import directory_table
 
 pytestmark = pytest.mark.django_db
@@ -21,20 +19,6 @@ pytestmark = pytest.mark.django_db
 T = "/api/catalogs/local/namespaces/web/tables/events/"
 S = "/api/catalogs/local/namespaces/web/tables/sessions/"
 HTML = {"HTTP_ACCEPT": "text/html,application/xhtml+xml,*/*;q=0.8"}
-
-
-@pytest.fixture(scope="module")
-def _demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("api-demo") / "warehouse"
-    create_demo(str(root))
-    return root
-
-
-@pytest.fixture
-def demo(_demo: Path, settings: Any) -> Path:
-    settings.FLOE_WAREHOUSE = str(_demo)
-    settings.FLOE_ALLOW_ANONYMOUS = True
-    return _demo
 
 
 def _first_snapshot(demo: Path) -> int:

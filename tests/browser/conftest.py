@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 
-from explorer.demo import create_demo
-
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
@@ -28,16 +26,8 @@ def page(browser: Any) -> Iterator[Any]:
     context.close()
 
 
-@pytest.fixture(scope="session")
-def _demo_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("browser-demo") / "warehouse"
-    create_demo(str(root))  # what make run serves
-    return root
-
-
 @pytest.fixture
-def site(live_server: Any, _demo_warehouse: Path, settings: Any) -> str:
-    """The live server's URL, serving the demo warehouse to anonymous readers."""
-    settings.FLOE_WAREHOUSE = str(_demo_warehouse)
-    settings.FLOE_ALLOW_ANONYMOUS = True
+def site(live_server: Any, demo: Path) -> str:
+    """The live server's URL, serving the demo warehouse (tests/conftest.py) to anonymous
+    readers."""
     return str(live_server.url)

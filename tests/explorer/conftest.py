@@ -20,6 +20,20 @@ from explorer.models import TaskRun
 from tests.explorer.tasks_support import Worker, redis_url, wait_for, worker_env
 
 
+@pytest.fixture
+def eager(django_capture_on_commit_callbacks: Any) -> Iterator[Any]:
+    """``eager(fn)``: call fn and run the tasks it queued, in this process (Celery's eager
+    mode, when the request's transaction commits)."""
+    celery_app.conf.task_always_eager = True
+
+    def call(fn: Any) -> Any:
+        with django_capture_on_commit_callbacks(execute=True):
+            return fn()
+
+    yield call
+    celery_app.conf.task_always_eager = False
+
+
 @pytest.fixture(autouse=True)
 def _fresh_rate_limit() -> Iterator[None]:
     cache.clear()

@@ -15,27 +15,12 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from explorer.demo import create_demo
 from floe.catalog.filesystem import directory_table
 
 pytestmark = pytest.mark.django_db
 
 EVENTS = "/catalogs/local/namespaces/web/tables/events/"
 SESSIONS = "/catalogs/local/namespaces/web/tables/sessions/"
-
-
-@pytest.fixture(scope="module")
-def _demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("pages-demo") / "warehouse"
-    create_demo(str(root))
-    return root
-
-
-@pytest.fixture
-def demo(_demo: Path, settings: Any) -> Path:
-    settings.FLOE_WAREHOUSE = str(_demo)
-    settings.FLOE_ALLOW_ANONYMOUS = True
-    return _demo
 
 
 def _text(html: bytes) -> str:

@@ -5,7 +5,6 @@ the ``compute_partition_stats`` task (queued from the Actions page) writes the f
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,6 @@ import pyarrow as pa
 import pytest
 from django.test import Client
 
-from explorer import celery_app
 from explorer.demo import add_demo_changes, session_rows
 from explorer.models import TaskRun
 from floe.catalog.filesystem import FileSystemCatalog
@@ -34,18 +32,6 @@ def sessions(tmp_path: Path, settings: Any) -> Path:
     settings.FLOE_WAREHOUSE = str(root)
     settings.FLOE_ALLOW_ANONYMOUS = True
     return root
-
-
-@pytest.fixture
-def eager(django_capture_on_commit_callbacks: Any) -> Iterator[Any]:
-    celery_app.conf.task_always_eager = True
-
-    def call(fn: Any) -> Any:
-        with django_capture_on_commit_callbacks(execute=True):
-            return fn()
-
-    yield call
-    celery_app.conf.task_always_eager = False
 
 
 def _source(html: str) -> tuple[str, str]:

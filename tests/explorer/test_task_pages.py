@@ -11,14 +11,12 @@ import csv
 import io
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.test import Client
 
-from explorer import celery_app
 from explorer.forms import ACTION_FORMS
 from explorer.models import AuditEntry, TaskRun
 from tests.explorer.tasks_support import load, make_table, user_with
@@ -35,19 +33,6 @@ def lake(tmp_path: Path, settings: Any) -> Path:
     settings.FLOE_WAREHOUSE = str(root)
     settings.FLOE_ALLOW_ANONYMOUS = True
     return root
-
-
-@pytest.fixture
-def eager(django_capture_on_commit_callbacks: Any) -> Iterator[Any]:
-    """``eager(fn)``: call fn and run the tasks it queued, in this process."""
-    celery_app.conf.task_always_eager = True
-
-    def call(fn: Any) -> Any:
-        with django_capture_on_commit_callbacks(execute=True):
-            return fn()
-
-    yield call
-    celery_app.conf.task_always_eager = False
 
 
 def signed_in(role: str | None, name: str | None = None, catalog: str = "local") -> Client:
