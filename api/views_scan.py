@@ -102,5 +102,5 @@ class PlanView(GenericAPIView):  # type: ignore[type-arg]
         plan = scan.table_plan(table=t, selection=selection, row_filter=row_filter)
         page = self.paginate_queryset(scan.plan_manifests(plan))
         assert page is not None and self.paginator is not None
-        paged = self.paginator.get_paginated_response(scan.plan_manifest_json(plan, page)).data
+        paged = self.paginator.get_paginated_response(scan.plan_manifest_json(page)).data
         return Response({**scan.plan_summary(plan), **paged})

@@ -26,6 +26,7 @@ from floe.io.readers import read_plan
 from floe.maintenance.partition_stats import partition_stats_file_for
 from floe.partition_stats import TablePartitionStats, from_statistics_file, partition_stats
 from floe.scan import ScanPlan, plan_files, select_snapshot
+from floe.scan.explain import KeptFiles
 from floe.table import Table
 
 #: Rows a preview shows at most, and rows an export writes at most (stated on the page).
@@ -192,22 +193,60 @@ def plan_manifests(plan: ScanPlan) -> list[Any]:
     return list(plan.explain.manifests) if plan.explain is not None else []
 
 
-def plan_manifest_json(plan: ScanPlan, decisions: Sequence[Any]) -> list[dict[str, Any]]:
+class PlanFiles:
+    """The file decisions of a plan, ``status`` "all", "kept" or "pruned", in plan order, as
+    a sequence a Paginator pages: counted per manifest (a manifest kept whole counts without
+    building its decisions), a page built from the manifests it spans only."""
+
+    def __init__(self, plan: ScanPlan, status: str) -> None:
+        self._manifests = plan_manifests(plan)
+        self._status = status
+        self._counts: list[int] | None = None
+
+    def _count(self, m: Any) -> int:
+        if self._status == "all":
+            return len(m.files)
+        want = self._status == "kept"
+        if isinstance(m.files, KeptFiles):
+            return len(m.files) if want else 0
+        return sum(1 for f in m.files if f.kept == want)
+
+    def counts(self) -> list[int]:
+        if self._counts is None:
+            self._counts = [self._count(m) for m in self._manifests]
+        return self._counts
+
+    def count(self) -> int:
+        return sum(self.counts())
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __getitem__(self, s: slice) -> list[tuple[Any, Any]]:
+        start, stop = s.start or 0, s.stop if s.stop is not None else self.count()
+        out: list[tuple[Any, Any]] = []
+        first = 0  # index of the manifest's first row
+        for m, n in zip(self._manifests, self.counts(), strict=True):
+            if first + n > start and n:
+                rows = [f for f in m.files if self._status == "all"
+                        or f.kept == (self._status == "kept")]
+                out += [(m, f) for f in rows[max(0, start - first):stop - first]]
+            first += n
+            if first >= stop:
+                break
+        return out
+
+
+def plan_manifest_json(decisions: Sequence[Any]) -> list[dict[str, Any]]:
     """Explain records of some manifests, each kept data file with its residual."""
-    residuals = _residuals(plan)
     out = []
     for m in decisions:
         doc = m.to_json()
-        for f in doc["files"]:
+        for f, decision in zip(doc["files"], m.files, strict=True):
             if f["kept"] and f["content"] == "data":
-                f["residual"] = residuals.get(f["path"])
+                f["residual"] = None if decision.residual is None else str(decision.residual)
         out.append(doc)
     return out
-
-
-def _residuals(plan: ScanPlan) -> dict[str, str | None]:
-    return {t.data_file.file_path: (None if t.residual is None else str(t.residual))
-            for t in plan.tasks}
 
 
 # --- partitions -------------------------------------------------------------------------------

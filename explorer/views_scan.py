@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
@@ -97,38 +96,6 @@ def partitions(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpR
     })
 
 
-def _file_rows(plan: Any, status: str) -> Iterator[tuple[Any, Any]]:
-    for m in scan.plan_manifests(plan):
-        for f in m.files:
-            if status == "all" or (status == "kept") == f.kept:
-                yield m, f
-
-
-class _LazyCount:
-    """A sequence over a generator for Paginator: counts once, slices by iterating."""
-
-    def __init__(self, plan: Any, status: str) -> None:
-        self._plan, self._status = plan, status
-        self._count: int | None = None
-
-    def count(self) -> int:
-        if self._count is None:
-            self._count = sum(1 for _ in _file_rows(self._plan, self._status))
-        return self._count
-
-    def __len__(self) -> int:
-        return self.count()
-
-    def __getitem__(self, s: slice) -> list[tuple[Any, Any]]:
-        out = []
-        for i, row in enumerate(_file_rows(self._plan, self._status)):
-            if i >= s.stop:
-                break
-            if i >= s.start:
-                out.append(row)
-        return out
-
-
 @require_GET
 @read_access_required
 @expensive_read("the scan plan")
@@ -153,14 +120,12 @@ def plan(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpRespons
     result = scan.table_plan(table=t, selection=selection, row_filter=row_filter)
     stages = scan.plan_funnel_stages(result)
     manifests = Paginator(scan.plan_manifests(result), 20).get_page(request.GET.get("mpage"))
-    files = Paginator(_LazyCount(result, status_filter), settings.FLOE_PAGE_SIZE).get_page(
+    files = Paginator(scan.PlanFiles(result, status_filter), settings.FLOE_PAGE_SIZE).get_page(
         request.GET.get("fpage"))
-    residuals = {t.data_file.file_path: t.residual for t in result.tasks} \
-        if len(files.object_list) else {}
     context.update({
         "plan": result, "summary": scan.plan_summary(result), "stages": stages,
         "manifests": manifests, "files": files,
-        "file_rows": [(m, f, residuals.get(f.path)) for m, f in files.object_list],
+        "file_rows": [(m, f, f.residual) for m, f in files.object_list],
         "funnel_figure": json.dumps({
             "data": [{"type": "funnel", "y": [s["stage"] for s in stages],
                       "x": [s["count"] for s in stages], "textinfo": "value"}],

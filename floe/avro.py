@@ -18,7 +18,6 @@ Writing delegates to fastavro, which passes raw values of logical types through 
 
 from __future__ import annotations
 
-import gc
 import io
 import json
 import re
@@ -29,6 +28,7 @@ from typing import IO, Any
 
 import fastavro
 
+from floe.bulk import gc_paused
 from floe.errors import MetadataError
 
 __all__ = ["AvroFile", "LazyIntMap", "read_avro", "write_avro", "MAGIC", "AvroTruncated",
@@ -538,13 +538,8 @@ def read_avro(data: bytes, location: str, lazy: frozenset[str] = frozenset()) ->
     without the pause its generation scans over the growing list of tuples cost a third of
     the decoding time of a large manifest.
     """
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return _read_avro(data, location, lazy)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def _read_avro(data: bytes, location: str, lazy: frozenset[str]) -> AvroFile:

@@ -27,7 +27,8 @@ from floe.manifest import (
 from floe.metadata import TableMetadata
 from floe.snapshots import PartitionStatisticsFile
 from floe.scan.manifests import DEFAULT_CACHE, ManifestCache, read_live_entries
-from floe.scan.planning import gc_paused, select_snapshot
+from floe.bulk import gc_paused
+from floe.scan.planning import select_snapshot
 from floe.types import PrimitiveType
 
 __all__ = [
@@ -118,7 +119,7 @@ def partition_stats(
         raise ValidationError(
             f"snapshot {snap.snapshot_id} lists its manifests inline, which floe does not read")
     manifests = read_manifest_list(io, snap.manifest_list)
-    with gc_paused():  # bulk decoding: see floe.scan.planning.gc_paused
+    with gc_paused():  # bulk decoding: see floe.bulk.gc_paused
         partitions = _collect(md, manifests, read_live_entries(io, manifests, cache, processes))
     return TablePartitionStats(snap.snapshot_id, partitions)
 

@@ -74,6 +74,8 @@ def _null_rejecting(e: BooleanExpression) -> BooleanExpression:
 class ExprSpecFilter:
     """Evaluators of one partition spec for a bound row filter."""
 
+    uniform_reason: str | None = None  # each file's reason is its own
+
     def __init__(self, md: TableMetadata, schema: Schema, spec_id: int,
                  bound: BooleanExpression, case_sensitive: bool, explain: bool) -> None:
         self.always_true = isinstance(bound, AlwaysTrue)

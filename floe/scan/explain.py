@@ -14,16 +14,20 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import dataclasses
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, overload
 
 from floe.scan.delete_index import DeleteMatch
 
 if TYPE_CHECKING:
-    from floe.scan.planning import FileScanTask, PlanStream, ScanPlan
+    import pyarrow as pa
 
-__all__ = ["Funnel", "FileDecision", "ManifestDecision", "PlanExplain", "plan_to_json",
-           "write_plan_json", "encode_compact"]
+    from floe.scan.planning import FileScanTask, PlanStream, ScanPlan, TaskBlock
+
+__all__ = ["Funnel", "FileDecision", "KeptFiles", "ManifestDecision", "PlanExplain",
+           "plan_to_json", "write_plan_json", "encode_compact", "tasks_json"]
 
 
 @dataclass(slots=True)
@@ -57,6 +61,8 @@ class FileDecision:
     stage: str | None
     reason: str
     delete_files: list[DeleteMatch] = field(default_factory=list)
+    #: A kept data file's residual (its task's; not part of the JSON document).
+    residual: Any = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"path": self.path, "content": self.content, "kept": self.kept,
@@ -71,6 +77,48 @@ class FileDecision:
         return out
 
 
+class KeptFiles(Sequence[FileDecision]):
+    """The decisions on the files of a manifest a plan keeps whole with no deletes
+    (:class:`~floe.scan.planning.TaskBlock`): every file kept for the same reason. Built as
+    :class:`FileDecision` objects only when read one by one; :meth:`to_json` reads the paths
+    alone."""
+
+    __slots__ = ("block", "reason", "_files")
+
+    def __init__(self, block: TaskBlock, reason: str) -> None:
+        self.block = block
+        self.reason = reason
+        self._files: list[FileDecision] | None = None
+
+    def _all(self) -> list[FileDecision]:
+        if self._files is None:
+            self._files = [FileDecision(p, "data", True, None, self.reason)
+                           for p in self.block.column("file_path")]
+        return self._files
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """What ``[f.to_json() for f in self]`` gives."""
+        reason = self.reason
+        return [{"path": p, "content": "data", "kept": True, "stage": None, "reason": reason,
+                 "delete_files": []} for p in self.block.column("file_path")]
+
+    def __len__(self) -> int:
+        return len(self.block)
+
+    @overload
+    def __getitem__(self, i: int) -> FileDecision: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[FileDecision]: ...
+    def __getitem__(self, i: int | slice) -> FileDecision | list[FileDecision]:
+        return self._all()[i]
+
+    def __iter__(self) -> Iterator[FileDecision]:
+        return iter(self._all())
+
+    def __repr__(self) -> str:
+        return f"KeptFiles({len(self)} files: {self.reason})"
+
+
 @dataclass(slots=True)
 class ManifestDecision:
     path: str
@@ -79,12 +127,14 @@ class ManifestDecision:
     kept: bool
     stage: str | None
     reason: str
-    files: list[FileDecision] = field(default_factory=list)
+    files: Sequence[FileDecision] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
+        files = self.files
         return {"path": self.path, "content": self.content, "spec_id": self.spec_id,
                 "kept": self.kept, "stage": self.stage, "reason": self.reason,
-                "files": [f.to_json() for f in self.files]}
+                "files": files.to_json() if isinstance(files, KeptFiles)
+                else [f.to_json() for f in files]}
 
 
 @dataclass(slots=True)
@@ -112,7 +162,7 @@ def plan_to_json(plan: ScanPlan) -> dict[str, Any]:
         "schema_id": plan.schema.schema_id,
         "filter": None if plan.row_filter is None else str(plan.row_filter),
         "funnel": plan.funnel.to_json(),
-        "tasks": [task_json(t) for t in plan.tasks],
+        "tasks": [t for block in _blocks(plan.tasks) for t in tasks_json(block)],
     }
     if plan.explain is not None:
         out["snapshot_selection"] = plan.explain.snapshot_selection
@@ -125,6 +175,115 @@ def task_json(t: FileScanTask) -> dict[str, Any]:
             "sequence_number": t.sequence_number, "record_count": t.data_file.record_count,
             "residual": None if t.residual is None else str(t.residual),
             "delete_files": [d.path for d in t.delete_files]}
+
+
+def tasks_json(tasks: Sequence[FileScanTask]) -> list[dict[str, Any]]:
+    """``[task_json(t) for t in tasks]``; a whole-manifest block from its columns, without
+    building its tasks."""
+    from floe.scan.planning import TaskBlock
+
+    if not isinstance(tasks, TaskBlock):
+        return [task_json(t) for t in tasks]
+    spec_id = tasks.spec_id
+    return [{"file_path": p, "spec_id": spec_id, "sequence_number": s, "record_count": r,
+             "residual": None, "delete_files": []}
+            for p, s, r in zip(tasks.column("file_path"), tasks.column("sequence_number"),
+                               tasks.column("record_count"), strict=True)]
+
+
+def _tasks_text(tasks: Sequence[FileScanTask]) -> str:
+    """``encode_compact(tasks_json(tasks))`` without the list's brackets; a whole-manifest
+    block is formatted by Arrow from its columns when it can be."""
+    from floe.scan.planning import TaskBlock
+
+    if isinstance(tasks, TaskBlock) and not tasks.built:
+        got = _json_rows([("file_path", tasks.arrow_column("file_path")),
+                          ("spec_id", tasks.spec_id),
+                          ("sequence_number", tasks.arrow_column("sequence_number")),
+                          ("record_count", tasks.arrow_column("record_count")),
+                          ("residual", None), ("delete_files", [])])
+        if got is not None:
+            return got
+    return encode_compact(tasks_json(tasks))[1:-1]
+
+
+def _decision_text(decision: ManifestDecision) -> str:
+    """``encode_compact(decision.to_json())``; the files of a manifest kept whole formatted by
+    Arrow from their paths when it can be."""
+    files = decision.files
+    if isinstance(files, KeptFiles) and not files.block.built:
+        rows = _json_rows([("path", files.block.arrow_column("file_path")),
+                           ("content", "data"), ("kept", True), ("stage", None),
+                           ("reason", files.reason), ("delete_files", [])])
+        if rows is not None:
+            doc = dataclasses.replace(decision, files=[])
+            head = encode_compact(doc.to_json())
+            assert head.endswith('"files":[]}')
+            return f"{head[:-2]}{rows}]}}"
+    return encode_compact(decision.to_json())
+
+
+_ESCAPED = '[\\x00-\\x1f"\\\\]'  # what the json module escapes in a string
+_CONTROL = "[\\x00-\\x1f]"  # control characters: escaped in ways Arrow does not mimic
+
+
+def _json_values(column: pa.Array) -> pa.Array | None:
+    """Each value of ``column`` as :data:`encode_compact` writes it, or None when Arrow cannot
+    write it the same (a string holding a control character, a type other than string or
+    integer)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_string(column.type):
+        text = column
+        if pc.any(pc.match_substring_regex(column, _ESCAPED)).as_py():  # rare: look closer
+            if pc.any(pc.match_substring_regex(column, _CONTROL)).as_py():
+                return None
+            text = pc.replace_substring(pc.replace_substring(text, "\\", "\\\\"), '"', '\\"')
+        text = pc.binary_join_element_wise('"', text, '"', "")
+    elif pa.types.is_integer(column.type):
+        text = pc.cast(column, pa.string())
+    else:
+        return None
+    return pc.fill_null(text, "null")
+
+
+def _json_rows(fields: Sequence[tuple[str, Any]]) -> str | None:
+    """The JSON objects of the rows of some Arrow columns, comma-separated: what
+    ``encode_compact`` writes for a list of dicts with these keys, in this order, without the
+    brackets. A field's value is an Arrow array (one value per row) or a constant. None when
+    a column cannot be written by Arrow (:func:`_json_values`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pieces: list[Any] = []
+    text = "{"
+    for i, (key, value) in enumerate(fields):
+        text += ("," if i else "") + encode_compact(key) + ":"
+        if isinstance(value, pa.Array):
+            column = _json_values(value)
+            if column is None:
+                return None
+            pieces += [text, column]
+            text = ""
+        else:
+            text += encode_compact(value)
+    pieces.append(text + "},")
+    try:
+        rows = pc.binary_join_element_wise(*pieces, "")
+    except pa.ArrowException:  # more than 2 GiB of text in one manifest
+        return None
+    if not len(rows):
+        return ""
+    offsets = memoryview(rows.buffers()[1]).cast("i")  # a string array's int32 offsets
+    start, end = offsets[rows.offset], offsets[rows.offset + len(rows)]
+    return memoryview(rows.buffers()[2])[start:end - 1].tobytes().decode()
+
+
+def _blocks(tasks: Sequence[FileScanTask]) -> list[Sequence[FileScanTask]]:
+    from floe.scan.planning import TaskList
+
+    return tasks.blocks() if isinstance(tasks, TaskList) else [tasks]
 
 
 #: Compact output goes through the json module's C encoder (``indent`` would disable it).
@@ -151,7 +310,7 @@ def write_plan_json(stream: PlanStream, out: IO[str]) -> None:
         parts = []
         while done < upto:
             decision = explain.manifests[done]
-            parts.append(encode_compact(decision.to_json()))
+            parts.append(_decision_text(decision))
             decision.files = []
             done += 1
         if parts:
@@ -162,7 +321,7 @@ def write_plan_json(stream: PlanStream, out: IO[str]) -> None:
             if tasks:
                 # one encoder call per manifest's tasks (a call per task costs more than
                 # the encoding): the list's brackets dropped
-                out.write(sep + encode_compact([task_json(t) for t in tasks])[1:-1])
+                out.write(sep + _tasks_text(tasks))
                 sep = ","
             if explain is not None:
                 flush_explanations(explain.position(m.manifest_path) + 1)

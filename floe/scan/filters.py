@@ -24,6 +24,8 @@ class SpecFilter:
     """Evaluators of one partition spec (no filter: everything is kept)."""
 
     always_true = True
+    #: The reason every file gets (None: decided file by file).
+    uniform_reason: str | None = _ALL
 
     def manifest(self, m: ManifestFile) -> tuple[bool, str]:
         return True, _ALL

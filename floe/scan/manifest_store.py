@@ -36,13 +36,14 @@ import tempfile
 import threading
 import time
 import zlib
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Iterator, Sequence
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, overload
 
 from floe import stats
 from floe.avro import LazyBytesMap, LazyIntMap
+from floe.bulk import gc_paused
 from floe.manifest import (
     DataFile,
     FileContent,
@@ -55,7 +56,7 @@ from floe.manifest import (
 if TYPE_CHECKING:  # Arrow is imported when the cache is used (`floe` starts faster)
     import pyarrow as pa
 
-__all__ = ["ManifestStore", "manifest_store", "FORMAT_VERSION"]
+__all__ = ["ManifestStore", "StoredEntries", "manifest_store", "FORMAT_VERSION"]
 
 #: Bumped whenever the layout of an entry file changes: files of other versions are ignored.
 FORMAT_VERSION = "2"
@@ -126,9 +127,10 @@ class ManifestStore:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def get(self, manifest: ManifestFile) -> list[ManifestEntry] | None:
+    def get(self, manifest: ManifestFile) -> StoredEntries | None:
         """The live entries of ``manifest`` as stored, or None (absent, or unreadable: then
-        the file is removed)."""
+        the file is removed). The whole entry is checked here (checksum, key, columns); the
+        entries become Python objects when first used (:class:`StoredEntries`)."""
         import pyarrow as pa
 
         path = self.path_for(manifest)
@@ -151,7 +153,7 @@ class ManifestStore:
             meta = table.schema.metadata or {}
             if any(meta.get(k) != v for k, v in _key(manifest).items()):
                 return None  # another manifest's entry (or another format): not trusted
-            entries = _entries(table, int(meta[b"floe.partition_fields"]))
+            entries = StoredEntries(table, int(meta[b"floe.partition_fields"]))
         except (KeyError, ValueError, TypeError, IndexError, pa.ArrowException):
             self._discard(path)
             return None
@@ -266,11 +268,113 @@ class ManifestStore:
             pass
 
 
+_ENTRY_FIELDS = frozenset(ManifestEntry._fields)
+#: Columns that hold one value for most manifests (built as one shared value then).
+_FEW_VALUES = frozenset({"status", "snapshot_id", "sequence_number", "file_sequence_number",
+                         "content", "file_format", "sort_order_id", "spec_id"})
+
+
+def _values(column: pa.ChunkedArray, few: bool) -> list[Any]:
+    """A column as Python values; one shared value when every row holds it (no nulls, one
+    distinct value; checked only for ``few``-valued columns) or none does."""
+    n = len(column)
+    if column.null_count == n:
+        return [None] * n
+    if few and column.null_count == 0:
+        distinct = column.unique()
+        if len(distinct) == 1:
+            return [distinct[0].as_py()] * n
+    return column.to_pylist()
+
+
+class StoredEntries(Sequence[ManifestEntry]):
+    """The live entries of one manifest as the cache stores them (an Arrow table already
+    checked against its checksum and key), built as Python objects on first use: a plan
+    that keeps every file of a manifest needs only how many there are
+    (:class:`floe.scan.planning.TaskBlock`)."""
+
+    __slots__ = ("_table", "_n_parts", "_len", "_entries")
+
+    def __init__(self, table: pa.Table, n_parts: int) -> None:
+        names = [name for name, _ in _columns()]
+        expected = [*names[:_PARTITION], *(f"p{i}" for i in range(n_parts)),
+                    *names[_PARTITION + 1:]]
+        if table.column_names != expected or any(
+                table.column(name).type != type_ for name, type_ in _columns()
+                if name != "partition"):
+            raise ValueError("the stored columns are not the ones this version writes")
+        self._table: pa.Table | None = table
+        self._n_parts = n_parts
+        self._len = table.num_rows
+        self._entries: list[ManifestEntry] | None = None
+
+    def entries(self) -> list[ManifestEntry]:
+        """The entries as Python objects (built once; the Arrow table is dropped then)."""
+        got = self._entries
+        if got is None:
+            table = self._table
+            if table is None:  # built by another thread meanwhile (entries set first)
+                got = self._entries
+                assert got is not None
+                return got
+            with gc_paused():
+                got = self._entries = _entries(table, self._n_parts)
+            self._table = None
+        return got
+
+    def data_file_column(self, name: str) -> list[Any]:
+        """One field of every entry's data file (``file_path``, ``record_count``...) or of the
+        entry (``sequence_number``...), without building the entries."""
+        table = self._table
+        if table is None:
+            entries = self._entries
+            assert entries is not None
+            if name in _ENTRY_FIELDS:
+                return [getattr(e, name) for e in entries]
+            return [getattr(e.data_file, name) for e in entries]
+        return _values(table.column(name), name in _FEW_VALUES)
+
+    @property
+    def built(self) -> bool:
+        """Whether the entries exist as Python objects yet."""
+        return self._entries is not None
+
+    def arrow_column(self, name: str) -> pa.Array | None:
+        """:meth:`data_file_column` as an Arrow array while the entries are not built (None
+        once they are)."""
+        table = self._table
+        return None if table is None else table.column(name).combine_chunks()
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, i: int) -> ManifestEntry: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[ManifestEntry]: ...
+    def __getitem__(self, i: int | slice) -> ManifestEntry | list[ManifestEntry]:
+        return self.entries()[i]
+
+    def __iter__(self) -> Iterator[ManifestEntry]:
+        return iter(self.entries())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, StoredEntries):
+            other = other.entries()
+        return self.entries() == other if isinstance(other, list) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"StoredEntries({self._len} entries)"
+
+
 def _entries(table: pa.Table, n_parts: int) -> list[ManifestEntry]:
     """The entries of a stored table, built column by column (what
     floe.scan.manifests._unwire does row by row, several times faster)."""
     n = table.num_rows
-    col = {name: table.column(name).to_pylist() for name, _ in _columns() if name != "partition"}
+    col = {name: _values(table.column(name), name in _FEW_VALUES)
+           for name, _ in _columns() if name != "partition"}
     statuses = {s.value: s for s in ManifestEntryStatus}
     contents = {c.value: c for c in FileContent}
     formats = {f.value: f for f in FileFormat}

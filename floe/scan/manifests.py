@@ -172,7 +172,7 @@ def _unwire(rows: list[tuple[Any, ...]]) -> list[ManifestEntry]:
 
 
 def _live_chunk(io: Any, manifests: Sequence[ManifestFile]) -> list[list[tuple[Any, ...]]]:
-    gc.disable()  # a worker process: see floe.scan.planning.gc_paused
+    gc.disable()  # a worker process: see floe.bulk.gc_paused
     try:
         return [[_wire(e) for e in _live(io, m)] for m in manifests]
     finally:

@@ -16,12 +16,13 @@ With ``explain=True`` every decision is recorded (:mod:`floe.scan.explain`).
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+import bisect
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
+from floe.bulk import gc_paused
 from floe.errors import NotFound, ValidationError
 from floe.manifest import (
     DataFile,
@@ -32,14 +33,18 @@ from floe.manifest import (
 )
 from floe.metadata import TableMetadata
 from floe.scan.delete_index import DeleteFile, DeleteFileIndex
-from floe.scan.explain import FileDecision, Funnel, ManifestDecision, PlanExplain
+from floe.scan.explain import FileDecision, Funnel, KeptFiles, ManifestDecision, PlanExplain
 from floe.scan.filters import ScanFilter
+from floe.scan.manifest_store import StoredEntries
 from floe.scan.manifests import DEFAULT_CACHE, ManifestCache, read_live_entries
 from floe.schema import Schema
 from floe.snapshots import Snapshot
 
-__all__ = ["FileScanTask", "ScanPlan", "PlanStream", "plan_files", "stream_plan",
-           "select_snapshot", "SnapshotSelection"]
+if TYPE_CHECKING:  # Arrow is imported when a block is written as JSON
+    import pyarrow as pa
+
+__all__ = ["FileScanTask", "ScanPlan", "PlanStream", "TaskBlock", "TaskList", "plan_files",
+           "stream_plan", "select_snapshot", "SnapshotSelection"]
 
 
 class FileScanTask(NamedTuple):
@@ -61,6 +66,171 @@ class FileScanTask(NamedTuple):
         return self.data_file.file_path
 
 
+class TaskBlock(Sequence[FileScanTask]):
+    """Every live file of one manifest as a scan task: what a plan keeps when it has nothing
+    to decide per file (no filter left for the manifest's spec, no deletes).
+    Only the number of files is needed to plan; the task objects are built on first use, so
+    entries from the persistent manifest cache (:class:`~floe.scan.manifest_store.
+    StoredEntries`) stay unbuilt until a caller reads the tasks."""
+
+    __slots__ = ("_live", "_spec_id", "_len", "_tasks")
+
+    def __init__(self, live: Sequence[ManifestEntry], spec_id: int) -> None:
+        self._live: Sequence[ManifestEntry] | None = live
+        self._spec_id = spec_id
+        self._len = len(live)
+        self._tasks: list[FileScanTask] | None = None
+
+    # Blocks are shared between threads (the in-memory manifest cache keeps them): the
+    # tasks are set before the entries are let go, so whoever finds no entries finds tasks.
+
+    def tasks(self) -> list[FileScanTask]:
+        got = self._tasks
+        if got is None:
+            live = self._live
+            if live is None:  # built by another thread meanwhile
+                got = self._tasks
+                assert got is not None
+                return got
+            with gc_paused():
+                got = self._tasks = _full_tasks_of(live, self._spec_id)
+            self._live = None
+        return got
+
+    def column(self, name: str) -> list[Any]:
+        """``file_path``, ``record_count`` or ``sequence_number`` of every task, without
+        building the tasks when they are not built yet."""
+        live = self._live
+        if live is None:
+            tasks = self._tasks
+            assert tasks is not None
+            if name == "sequence_number":
+                return [t.sequence_number for t in tasks]
+            return [getattr(t.data_file, name) for t in tasks]
+        if isinstance(live, StoredEntries):
+            got = live.data_file_column(name)
+        elif name == "sequence_number":
+            got = [e.sequence_number for e in live]
+        else:
+            got = [getattr(e.data_file, name) for e in live]
+        return [v or 0 for v in got] if name == "sequence_number" else got
+
+    def arrow_column(self, name: str) -> pa.Array:
+        """:meth:`column` as an Arrow array (``file_path`` a string, the others int64)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        live = self._live
+        got = live.arrow_column(name) if isinstance(live, StoredEntries) else None
+        if got is None:
+            return pa.array(self.column(name), pa.string() if name == "file_path"
+                            else pa.int64())
+        return pc.fill_null(got, 0) if name == "sequence_number" else got
+
+    @property
+    def spec_id(self) -> int:
+        return self._spec_id
+
+    @property
+    def built(self) -> bool:
+        """Whether the task objects exist yet."""
+        return self._tasks is not None
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, i: int) -> FileScanTask: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[FileScanTask]: ...
+    def __getitem__(self, i: int | slice) -> FileScanTask | list[FileScanTask]:
+        return self.tasks()[i]
+
+    def __iter__(self) -> Iterator[FileScanTask]:
+        return iter(self.tasks())
+
+    def __eq__(self, other: object) -> bool:
+        return _sequence_eq(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"TaskBlock({self._len} tasks of spec {self._spec_id})"
+
+
+class TaskList(Sequence[FileScanTask]):
+    """The tasks of a plan, in plan order: whole-manifest :class:`TaskBlock` s (built when
+    read) and tasks appended one by one. A list in every way a caller reads one (length,
+    index, slice, iteration, equality with a list)."""
+
+    __slots__ = ("_parts", "_len", "_starts")
+
+    def __init__(self, tasks: Iterable[FileScanTask] = ()) -> None:
+        self._parts: list[Sequence[FileScanTask]] = []
+        self._len = 0
+        self._starts: list[int] | None = None
+        self.extend(tasks)
+
+    def append(self, task: FileScanTask) -> None:
+        last = self._parts[-1] if self._parts else None
+        if not isinstance(last, list):
+            last = []
+            self._parts.append(last)
+        last.append(task)
+        self._len += 1
+        self._starts = None
+
+    def extend(self, tasks: Iterable[FileScanTask]) -> None:
+        if isinstance(tasks, TaskBlock):
+            if len(tasks):
+                self._parts.append(tasks)
+                self._len += len(tasks)
+                self._starts = None
+            return
+        for t in tasks:
+            self.append(t)
+
+    def blocks(self) -> list[Sequence[FileScanTask]]:
+        """The parts in order: :class:`TaskBlock` s and lists of single tasks."""
+        return list(self._parts)
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, i: int) -> FileScanTask: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[FileScanTask]: ...
+    def __getitem__(self, i: int | slice) -> FileScanTask | list[FileScanTask]:
+        if isinstance(i, slice):
+            return list(self)[i]
+        if i < 0:
+            i += self._len
+        if not 0 <= i < self._len:
+            raise IndexError("task index out of range")
+        if self._starts is None:
+            self._starts = list(itertools.accumulate((len(p) for p in self._parts), initial=0))
+        k = bisect.bisect_right(self._starts, i) - 1
+        return self._parts[k][i - self._starts[k]]
+
+    def __iter__(self) -> Iterator[FileScanTask]:
+        return itertools.chain.from_iterable(self._parts)
+
+    def __eq__(self, other: object) -> bool:
+        return _sequence_eq(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"TaskList({self._len} tasks)"
+
+
+def _sequence_eq(a: Sequence[FileScanTask], b: object) -> bool:
+    if not isinstance(b, (list, tuple, TaskBlock, TaskList)):
+        return NotImplemented  # type: ignore[no-any-return]
+    return len(a) == len(b) and list(a) == list(b)
+
+
 @dataclass(frozen=True, slots=True)
 class SnapshotSelection:
     """The snapshot a scan reads and the schema it reads with."""
@@ -79,7 +249,7 @@ class ScanPlan:
     schema: Schema
     row_filter: Any
     bound_filter: Any = None
-    tasks: list[FileScanTask] = field(default_factory=list)
+    tasks: TaskList = field(default_factory=TaskList)
     funnel: Funnel = field(default_factory=Funnel)
     explain: PlanExplain | None = None
     case_sensitive: bool = True
@@ -197,20 +367,6 @@ def _manifest_list(io: Any, snapshot: Snapshot) -> list[ManifestFile]:
     return read_manifest_list(io, snapshot.manifest_list)
 
 
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Planning allocates millions of small, long-lived objects and frees almost nothing;
-    the cyclic collector would re-scan the growing heap (and the manifest cache) over and
-    over, which costs more than the decoding. Reference counting still frees garbage."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 class _Planner:
     def __init__(self, io: Any, md: TableMetadata, schema: Schema, scan_filter: ScanFilter,
                  plan: ScanPlan, cache: ManifestCache | None, processes: bool | None) -> None:
@@ -287,11 +443,11 @@ class _Planner:
                     index.add(e, spec_id)
         return index
 
-    def _full_tasks(self, m: ManifestFile, live: Sequence[ManifestEntry]) -> list[FileScanTask]:
+    def _full_tasks(self, m: ManifestFile, live: Sequence[ManifestEntry]) -> TaskBlock:
         key = ("full-tasks", m.partition_spec_id)
         got = self.cache.derived(m.manifest_path, key) if self.cache is not None else None
         if got is None:
-            got = _full_tasks_of(live, m.partition_spec_id)
+            got = TaskBlock(live, m.partition_spec_id)
             if self.cache is not None:
                 self.cache.put_derived(m.manifest_path, key, got)
         return got  # type: ignore[no-any-return]
@@ -303,7 +459,7 @@ class _Planner:
 
     def iter_data(self, manifests: Sequence[ManifestFile], index: DeleteFileIndex,
                   chunk_entries: int | None = None
-                  ) -> Iterator[tuple[ManifestFile, list[FileScanTask]]]:
+                  ) -> Iterator[tuple[ManifestFile, Sequence[FileScanTask]]]:
         """The tasks of each kept data manifest, in manifest-list order; the funnel is
         complete when the iterator is. ``chunk_entries`` bounds how many manifest entries
         are decoded at once (None: all kept manifests at once)."""
@@ -318,13 +474,18 @@ class _Planner:
                 spec_id = m.partition_spec_id
                 spec_filter = self.filter.for_spec(spec_id)
                 funnel.data_files_total += len(live)
-                if explain is None and spec_filter.always_true and not has_deletes:
+                if spec_filter.always_true and not has_deletes and (
+                        explain is None or spec_filter.uniform_reason is not None):
                     # the common full scan: nothing to evaluate per file, and the tasks of an
-                    # immutable manifest can be kept with it
+                    # immutable manifest can be kept with it; explained, every file has the
+                    # same decision
                     funnel.data_files_after_partition += len(live)
                     funnel.data_files_after_metrics += len(live)
                     full = self._full_tasks(m, live)
                     funnel.tasks += len(full)
+                    if explain is not None:
+                        explain.manifest(m.manifest_path).files = KeptFiles(
+                            full, spec_filter.uniform_reason)
                     yield m, full
                     continue
                 mdec = explain.manifest(m.manifest_path) if explain is not None else None
@@ -345,15 +506,15 @@ class _Planner:
                     if ok and has_deletes:
                         deletes = tuple(index.for_data_file(df, seq, spec_id))
                         matched.update(d.path for d in deletes)
+                    residual = spec_filter.residual_for(df.partition) if ok else None
                     if mdec is not None:
                         dec = FileDecision(df.file_path, "data", ok, None if ok else stage,
-                                           reason)
+                                           reason, residual=residual)
                         if ok and has_deletes:
                             dec.delete_files = index.explain_for(df, seq, spec_id)
                         mdec.files.append(dec)
                     if ok:
-                        append(FileScanTask(df, deletes, spec_filter.residual_for(df.partition),
-                                            spec_id, seq))
+                        append(FileScanTask(df, deletes, residual, spec_id, seq))
                 funnel.tasks += len(tasks)
                 funnel.delete_files_matched = len(matched)
                 yield m, tasks
@@ -393,7 +554,7 @@ class PlanStream:
         self._manifests = manifests
         self._chunk = chunk_entries
 
-    def __iter__(self) -> Iterator[tuple[ManifestFile, list[FileScanTask]]]:
+    def __iter__(self) -> Iterator[tuple[ManifestFile, Sequence[FileScanTask]]]:
         if self._planner is None:
             return
         with gc_paused():

@@ -122,6 +122,33 @@ def test_plan_page_shows_the_funnel_and_why(client: Client, template_demo: Path)
     assert kept.count('data-kept="true"') >= f.data_files_after_metrics
 
 
+@pytest.mark.parametrize("flt", [None, "ts >= TIMESTAMP '2025-03-05 00:00:00+00:00'"])
+def test_plan_file_pages_list_every_decision_once(template_demo: Path, flt: str | None) -> None:
+    """The plan page's file list pages by manifest counts (whole kept manifests are counted,
+    not built): every page size gives every decision once, in plan order."""
+    from explorer.selectors_scan import PlanFiles
+    from floe.scan.explain import KeptFiles
+
+    t = _events(template_demo)
+    before_delete = t.metadata.current_snapshot().parent_snapshot_id  # no deletes: blocks
+    plan = plan_files(t.io, t.metadata, snapshot_id=before_delete, row_filter=flt,
+                      explain=True, cache=None)
+    for status in ("all", "kept", "pruned"):
+        flat = [(m.path, f.path, f.kept, f.residual) for m in plan.explain.manifests
+                for f in m.files if status == "all" or f.kept == (status == "kept")]
+        files = PlanFiles(plan, status)
+        assert files.count() == len(flat)
+        for size in (1, 3, 7, 1000):
+            got = [(m.path, f.path, f.kept, f.residual)
+                   for start in range(0, len(flat), size) for m, f in files[start:start + size]]
+            assert got == flat, (status, size)
+    if flt is None:  # manifests kept whole, their decisions built by the pages only
+        assert all(isinstance(m.files, KeptFiles) for m in plan.explain.manifests
+                   if m.content == "data")
+        assert plan.funnel.tasks == len(PlanFiles(plan, "kept")) > 0
+        assert len(PlanFiles(plan, "pruned")) == 0
+
+
 @pytest.mark.parametrize(("flt", "needle"), [
     ("id >", "position"),
     ("event_id = 'x' AND (", "position"),
