@@ -11,10 +11,10 @@ explorer's plan page reads; keys are snake_case.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import tempfile
-import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, overload

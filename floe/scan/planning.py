@@ -214,6 +214,13 @@ class TaskList(Sequence[FileScanTask]):
         return self._parts[k][i - self._starts[k]]
 
     def __iter__(self) -> Iterator[FileScanTask]:
+        # whoever iterates reads every task: build the blocks in one pass without the cyclic
+        # collector (a pause per block lets it re-scan the growing heap between blocks)
+        unbuilt = [p for p in self._parts if isinstance(p, TaskBlock) and not p.built]
+        if len(unbuilt) > 1:
+            with gc_paused():
+                for block in unbuilt:
+                    block.tasks()
         return itertools.chain.from_iterable(self._parts)
 
     def __eq__(self, other: object) -> bool:
