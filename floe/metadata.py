@@ -9,6 +9,7 @@ so that ``parse → write → parse`` gives an equal object. Keys floe does not 
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import time
@@ -172,7 +173,16 @@ class TableMetadata:
     # -- snapshots --------------------------------------------------------------------------
 
     def snapshot_by_id(self, snapshot_id: int) -> Snapshot | None:
-        return next((s for s in self.snapshots if s.snapshot_id == snapshot_id), None)
+        return self._snapshots_by_id.get(snapshot_id)
+
+    @functools.cached_property
+    def _snapshots_by_id(self) -> dict[int, Snapshot]:
+        """Snapshots by id, built on first lookup (metadata never changes: a change makes a
+        new instance). Per-entry lookups in a table of 10k snapshots made scans crawl."""
+        by_id: dict[int, Snapshot] = {}
+        for s in self.snapshots:
+            by_id.setdefault(s.snapshot_id, s)  # the first of duplicated ids, as a scan would
+        return by_id
 
     def current_snapshot(self) -> Snapshot | None:
         if self.current_snapshot_id is None:

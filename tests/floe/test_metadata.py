@@ -262,6 +262,21 @@ def test_snapshot_as_of_uses_the_snapshot_log() -> None:
     assert md.snapshot_as_of(1555100955770).snapshot_id == 3055729675574597004  # type: ignore[union-attr]
 
 
+def test_snapshot_by_id_is_an_index_of_this_metadatas_snapshots() -> None:
+    md = parse(V2)
+    first, second = md.snapshots
+    assert md.snapshot_by_id(second.snapshot_id) is second and md.snapshot_by_id(42) is None
+    # a changed metadata is a new object with its own index
+    only = dataclasses.replace(md, snapshots=(second,))
+    assert only.snapshot_by_id(first.snapshot_id) is None
+    assert md.snapshot_by_id(first.snapshot_id) is first
+    # a duplicated id (invalid metadata) finds the first, as a scan of the list does
+    twin = dataclasses.replace(first, summary={**first.summary, "twin": "yes"})
+    dup = dataclasses.replace(md, snapshots=(first, twin))
+    assert dup.snapshot_by_id(first.snapshot_id) is first
+    assert dup == dataclasses.replace(md, snapshots=(first, twin))  # the index is not a field
+
+
 def test_ancestors_of_walks_parents_newest_first() -> None:
     md = parse(V2)
     ids = [s.snapshot_id for s in md.ancestors_of(3055729675574597004)]
