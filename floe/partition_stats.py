@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from floe.bulk import gc_paused
 from floe.errors import ValidationError
 from floe.manifest import (
     FileContent,
@@ -25,10 +26,10 @@ from floe.manifest import (
     read_manifest_list,
 )
 from floe.metadata import TableMetadata
-from floe.snapshots import PartitionStatisticsFile
+from floe.scan.manifest_store import StoredEntries
 from floe.scan.manifests import DEFAULT_CACHE, ManifestCache, read_live_entries
-from floe.bulk import gc_paused
 from floe.scan.planning import select_snapshot
+from floe.snapshots import PartitionStatisticsFile
 from floe.types import PrimitiveType
 
 __all__ = [
@@ -160,6 +161,24 @@ def _collect(
     by_key: dict[tuple[int, tuple[Any, ...]], PartitionStats] = {}
     for manifest, entries in zip(manifests, live, strict=True):
         is_delete_manifest = manifest.content == ManifestContent.DELETES
+        groups = entries.partition_groups() if isinstance(entries, StoredEntries) else None
+        if groups is not None:  # from the manifest cache's columns, no entry built
+            for spec_id, partition, content, files, records, size, sizes in groups:
+                if spec_id is None:
+                    spec_id = manifest.partition_spec_id
+                key = (spec_id, partition)
+                stats = by_key.get(key)
+                if stats is None:
+                    stats = by_key[key] = PartitionStats(spec_id, partition, labels.label(*key))
+                if is_delete_manifest or content != FileContent.DATA:
+                    stats.delete_file_count += files
+                    stats.delete_record_count += records
+                else:
+                    stats.file_count += files
+                    stats.record_count += records
+                    stats.total_size += size
+                    stats.file_sizes += sizes
+            continue
         for entry in entries:
             df = entry.data_file
             spec_id = df.spec_id if df.spec_id is not None else manifest.partition_spec_id

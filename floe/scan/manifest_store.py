@@ -345,6 +345,34 @@ class StoredEntries(Sequence[ManifestEntry]):
         table = self._table
         return None if table is None else table.column(name).combine_chunks()
 
+    def partition_groups(self) -> list[tuple[Any, ...]] | None:
+        """The entries grouped by (spec id, partition, content), each group as ``(spec_id,
+        partition tuple, content, files, record count, size in bytes, [file sizes])``, read
+        from the columns (None once the entries are built, or for partition values Arrow
+        cannot group: then read the entries)."""
+        import pyarrow as pa
+
+        table = self._table
+        if table is None:
+            return None
+        parts = [f"p{i}" for i in range(self._n_parts)]
+        keys = ["spec_id", *parts, "content"]
+        try:
+            grouped = table.select([*keys, "record_count", "file_size_in_bytes"]).group_by(
+                keys, use_threads=False).aggregate([
+                    ("record_count", "sum"), ("file_size_in_bytes", "sum"),
+                    ("file_size_in_bytes", "list")])
+        except pa.ArrowException:
+            return None
+        col = {name: grouped.column(name).to_pylist() for name in grouped.column_names}
+        partitions = list(zip(*(col[p] for p in parts), strict=True)) if parts \
+            else [()] * grouped.num_rows
+        return [(spec_id, partition, content, len(sizes), records, size, sizes)
+                for spec_id, partition, content, records, size, sizes in zip(
+                    col["spec_id"], partitions, col["content"], col["record_count_sum"],
+                    col["file_size_in_bytes_sum"], col["file_size_in_bytes_list"],
+                    strict=True)]
+
     def __len__(self) -> int:
         return self._len
 

@@ -180,3 +180,31 @@ def test_the_cache_stays_within_its_bound(table: Any, tmp_path: Path) -> None:
     assert 0 < len(kept) <= 3 < len(manifests)
     assert sum(p.stat().st_size for p in kept) <= size * 3 * 1.01
     assert store.get(manifests[-1]) is not None  # the most recent stay
+
+
+def test_partition_stats_from_the_cache_columns_equal_those_from_entries(
+        table: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The partitions of a snapshot come from the stored columns, grouped by Arrow, without
+    building an entry; the numbers (and each partition's file sizes) equal the entries'."""
+    from floe.partition_stats import partition_stats
+    from floe.scan.manifest_store import StoredEntries
+
+    def numbers(stats: Any) -> list[tuple[Any, ...]]:
+        return [(p.spec_id, p.partition, p.label, p.record_count, p.file_count, p.total_size,
+                 p.delete_file_count, p.delete_record_count, sorted(p.file_sizes))
+                for p in stats.partitions]
+
+    monkeypatch.setenv("FLOE_MANIFEST_CACHE", str(tmp_path))
+    expected = partition_stats(table.io, table.metadata, cache=None)  # decodes, stores
+    assert any(p.delete_file_count for p in expected.partitions)
+    assert any(None in p.partition for p in expected.partitions)  # null partition values
+    assert len({p.spec_id for p in expected.partitions}) == 2
+
+    def refuse(self: Any) -> Any:
+        raise AssertionError("an entry was built")
+
+    monkeypatch.setattr(StoredEntries, "entries", refuse)
+    stats.reset()
+    got = partition_stats(table.io, table.metadata, cache=None)
+    assert stats.reads().get(stats.MANIFEST_CACHE) == len(_manifests(table))
+    assert numbers(got) == numbers(expected)
