@@ -36,12 +36,12 @@ def _stream_json_array(items: Iterable[Any], batch: int = 1000) -> None:
     out.write("[")
     sep, chunk = "", []
     for item in items:
-        chunk.append(encode_compact(item))
-        if len(chunk) >= batch:
-            out.write(sep + ",".join(chunk))
+        chunk.append(item)
+        if len(chunk) >= batch:  # one encoder call per batch (a call per item costs more)
+            out.write(sep + encode_compact(chunk)[1:-1])
             sep, chunk = ",", []
     if chunk:
-        out.write(sep + ",".join(chunk))
+        out.write(sep + encode_compact(chunk)[1:-1])
     out.write("]\n")
 
 

@@ -235,16 +235,20 @@ def iter_file_rows(io: FileIO, md: TableMetadata, snapshot: Snapshot | None
                    ) -> Iterator[dict[str, Any]]:
     """:func:`file_rows` one at a time (one manifest decoded at a time)."""
     ptypes: dict[int, StructType] = {}
+    partitions: dict[tuple[int, tuple[Any, ...]], dict[str, Any]] = {}
     for m, entry in live_entries(io, snapshot):
-        yield file_row(md, m, entry, ptypes)
+        yield file_row(md, m, entry, ptypes, partitions)
 
 
 def file_row(
     md: TableMetadata, manifest: ManifestFile, entry: ManifestEntry,
     ptypes: dict[int, StructType] | None = None,
+    partitions: dict[tuple[int, tuple[Any, ...]], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """One row of ``floe files`` for a single entry, so callers that read only some manifests
-    (pages, diffs) produce the same rows as :func:`file_rows`."""
+    (pages, diffs) produce the same rows as :func:`file_rows`. ``ptypes`` and ``partitions``
+    remember partition types and partitions as JSON across the rows of one listing (files
+    share partitions)."""
     ptypes = {} if ptypes is None else ptypes
     df = entry.data_file
     spec_id = manifest.partition_spec_id
@@ -252,12 +256,22 @@ def file_row(
         spec = md.spec_by_id(spec_id)
         ptypes[spec_id] = partition_type_for(md, spec) if spec is not None else StructType()
     content = int(df.content)
+    key = (spec_id, tuple(df.partition))
+    try:
+        part = None if partitions is None else partitions.get(key)
+    except TypeError:  # an unhashable partition value: converted for this row only
+        part, partitions = None, None
+    if part is None:
+        part = _partition_json(ptypes[spec_id], df.partition)
+        if partitions is not None:
+            partitions[key] = part
+    part = dict(part)  # each row its own (a caller may change it)
     row: dict[str, Any] = {
         "content": _FILE_CONTENT.get(content, str(content)),
         "file_path": df.file_path,
         "file_format": str(df.file_format),
         "spec_id": spec_id,
-        "partition": _partition_json(ptypes[spec_id], df.partition),
+        "partition": part,
         "record_count": df.record_count,
         "file_size_in_bytes": df.file_size_in_bytes,
         "status": int(entry.status),
