@@ -242,9 +242,14 @@ def plan_manifest_json(decisions: Sequence[Any]) -> list[dict[str, Any]]:
     out = []
     for m in decisions:
         doc = m.to_json()
-        for f, decision in zip(doc["files"], m.files, strict=True):
-            if f["kept"] and f["content"] == "data":
-                f["residual"] = None if decision.residual is None else str(decision.residual)
+        if isinstance(m.files, KeptFiles):  # every file kept, nothing left to check per row
+            for f in doc["files"]:
+                f["residual"] = None
+        else:
+            for f, decision in zip(doc["files"], m.files, strict=True):
+                if f["kept"] and f["content"] == "data":
+                    f["residual"] = None if decision.residual is None \
+                        else str(decision.residual)
         out.append(doc)
     return out
 

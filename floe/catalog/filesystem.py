@@ -183,7 +183,12 @@ def hadoop_version(location: str) -> int | None:
 def is_table_dir(io: FileIO, location: str) -> bool:
     """Whether ``location`` holds a file-system table (a metadata file under ``metadata/``)."""
     metadata_dir = _join(location, METADATA_DIR)
-    return io.is_dir(metadata_dir) and _scan(io, metadata_dir) is not None
+    if not io.is_dir(metadata_dir):
+        return False
+    hint = _read_hint(io, metadata_dir)  # the hint's file, when there, saves listing them all
+    if hint is not None and _hadoop_file(io, metadata_dir, hint) is not None:
+        return True
+    return _scan(io, metadata_dir) is not None
 
 
 class FileSystemCatalog(Catalog):

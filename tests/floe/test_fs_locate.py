@@ -137,3 +137,25 @@ def test_broken_latest_file_is_a_metadata_error(io: FileIO, tmp_path: Path) -> N
     t = make_table(tmp_path, {"v1.metadata.json": _doc(1), "v2.metadata.json": b"{\"format"})
     with pytest.raises(MetadataError, match="v2.metadata.json: malformed JSON"):
         load_table_metadata(io, str(t))
+
+
+@pytest.mark.parametrize(("files", "expected"), [
+    ({"v1.metadata.json": "{}", "version-hint.text": "1"}, True),   # the hint's file: no listing
+    ({"v1.metadata.json": "{}", "version-hint.text": "7"}, True),   # a stale hint: listed
+    ({f"00003-{UUID_A}.metadata.json": "{}"}, True),                # metastore names, no hint
+    ({"version-hint.text": "1"}, False),                            # a hint and nothing else
+    ({"snap-1.avro": "x", "v1.metadata.json.crc": "x"}, False),
+])
+def test_is_table_dir(io: FileIO, tmp_path: Path, files: dict[str, str], expected: bool,
+                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from floe.catalog import filesystem
+
+    t = make_table(tmp_path, dict(files))
+    listed: list[str] = []
+    real = filesystem._scan
+    monkeypatch.setattr(filesystem, "_scan",
+                        lambda io_, d: listed.append(d) or real(io_, d))  # type: ignore[func-returns-value]
+    assert filesystem.is_table_dir(io, str(t)) is expected
+    assert filesystem.is_table_dir(io, str(tmp_path / "nowhere")) is False
+    hinted = files.get("version-hint.text") == "1" and "v1.metadata.json" in files
+    assert (listed == []) is hinted
