@@ -15,10 +15,11 @@ import dataclasses
 import json
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any, overload
+from typing import IO, TYPE_CHECKING, Any
 
+from floe.bulk import LazyList
 from floe.scan.delete_index import DeleteMatch
 
 if TYPE_CHECKING:
@@ -77,43 +78,27 @@ class FileDecision:
         return out
 
 
-class KeptFiles(Sequence[FileDecision]):
+class KeptFiles(LazyList[FileDecision]):
     """The decisions on the files of a manifest a plan keeps whole with no deletes
     (:class:`~floe.scan.planning.TaskBlock`): every file kept for the same reason. Built as
-    :class:`FileDecision` objects only when read one by one; :meth:`to_json` reads the paths
-    alone."""
+    :class:`FileDecision` objects on first read; :meth:`to_json` reads the paths alone."""
 
-    __slots__ = ("block", "reason", "_files")
+    __slots__ = ("block", "reason")
 
     def __init__(self, block: TaskBlock, reason: str) -> None:
+        super().__init__(block, len(block))
         self.block = block
         self.reason = reason
-        self._files: list[FileDecision] | None = None
 
-    def _all(self) -> list[FileDecision]:
-        if self._files is None:
-            self._files = [FileDecision(p, "data", True, None, self.reason)
-                           for p in self.block.column("file_path")]
-        return self._files
+    def _build(self, source: TaskBlock) -> list[FileDecision]:
+        return [FileDecision(p, "data", True, None, self.reason)
+                for p in source.column("file_path")]
 
     def to_json(self) -> list[dict[str, Any]]:
         """What ``[f.to_json() for f in self]`` gives."""
         reason = self.reason
         return [{"path": p, "content": "data", "kept": True, "stage": None, "reason": reason,
                  "delete_files": []} for p in self.block.column("file_path")]
-
-    def __len__(self) -> int:
-        return len(self.block)
-
-    @overload
-    def __getitem__(self, i: int) -> FileDecision: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[FileDecision]: ...
-    def __getitem__(self, i: int | slice) -> FileDecision | list[FileDecision]:
-        return self._all()[i]
-
-    def __iter__(self) -> Iterator[FileDecision]:
-        return iter(self._all())
 
     def __repr__(self) -> str:
         return f"KeptFiles({len(self)} files: {self.reason})"

@@ -36,14 +36,14 @@ import tempfile
 import threading
 import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 from floe import stats
 from floe.avro import LazyBytesMap, LazyIntMap
-from floe.bulk import gc_paused
+from floe.bulk import LazyList
 from floe.manifest import (
     DataFile,
     FileContent,
@@ -287,13 +287,13 @@ def _values(column: pa.ChunkedArray, few: bool) -> list[Any]:
     return column.to_pylist()
 
 
-class StoredEntries(Sequence[ManifestEntry]):
+class StoredEntries(LazyList[ManifestEntry]):
     """The live entries of one manifest as the cache stores them (an Arrow table already
-    checked against its checksum and key), built as Python objects on first use: a plan
+    checked against its checksum and key), built as Python objects on first read: a plan
     that keeps every file of a manifest needs only how many there are
-    (:class:`floe.scan.planning.TaskBlock`)."""
+    (:class:`floe.scan.planning.TaskBlock`), partitions need a few columns."""
 
-    __slots__ = ("_table", "_n_parts", "_len", "_entries")
+    __slots__ = ("_n_parts",)
 
     def __init__(self, table: pa.Table, n_parts: int) -> None:
         names = [name for name, _ in _columns()]
@@ -303,46 +303,27 @@ class StoredEntries(Sequence[ManifestEntry]):
                 table.column(name).type != type_ for name, type_ in _columns()
                 if name != "partition"):
             raise ValueError("the stored columns are not the ones this version writes")
-        self._table: pa.Table | None = table
+        super().__init__(table, table.num_rows)
         self._n_parts = n_parts
-        self._len = table.num_rows
-        self._entries: list[ManifestEntry] | None = None
 
-    def entries(self) -> list[ManifestEntry]:
-        """The entries as Python objects (built once; the Arrow table is dropped then)."""
-        got = self._entries
-        if got is None:
-            table = self._table
-            if table is None:  # built by another thread meanwhile (entries set first)
-                got = self._entries
-                assert got is not None
-                return got
-            with gc_paused():
-                got = self._entries = _entries(table, self._n_parts)
-            self._table = None
-        return got
+    def _build(self, source: pa.Table) -> list[ManifestEntry]:
+        return _entries(source, self._n_parts)
 
     def data_file_column(self, name: str) -> list[Any]:
         """One field of every entry's data file (``file_path``, ``record_count``...) or of the
         entry (``sequence_number``...), without building the entries."""
-        table = self._table
+        table = self.source
         if table is None:
-            entries = self._entries
-            assert entries is not None
+            entries = self.items()
             if name in _ENTRY_FIELDS:
                 return [getattr(e, name) for e in entries]
             return [getattr(e.data_file, name) for e in entries]
         return _values(table.column(name), name in _FEW_VALUES)
 
-    @property
-    def built(self) -> bool:
-        """Whether the entries exist as Python objects yet."""
-        return self._entries is not None
-
     def arrow_column(self, name: str) -> pa.Array | None:
         """:meth:`data_file_column` as an Arrow array while the entries are not built (None
         once they are)."""
-        table = self._table
+        table = self.source
         return None if table is None else table.column(name).combine_chunks()
 
     def partition_groups(self) -> list[tuple[Any, ...]] | None:
@@ -352,7 +333,7 @@ class StoredEntries(Sequence[ManifestEntry]):
         cannot group: then read the entries)."""
         import pyarrow as pa
 
-        table = self._table
+        table = self.source
         if table is None:
             return None
         parts = [f"p{i}" for i in range(self._n_parts)]
@@ -372,29 +353,6 @@ class StoredEntries(Sequence[ManifestEntry]):
                     col["spec_id"], partitions, col["content"], col["record_count_sum"],
                     col["file_size_in_bytes_sum"], col["file_size_in_bytes_list"],
                     strict=True)]
-
-    def __len__(self) -> int:
-        return self._len
-
-    @overload
-    def __getitem__(self, i: int) -> ManifestEntry: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[ManifestEntry]: ...
-    def __getitem__(self, i: int | slice) -> ManifestEntry | list[ManifestEntry]:
-        return self.entries()[i]
-
-    def __iter__(self) -> Iterator[ManifestEntry]:
-        return iter(self.entries())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, StoredEntries):
-            other = other.entries()
-        return self.entries() == other if isinstance(other, list) else NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"StoredEntries({self._len} entries)"
 
 
 def _entries(table: pa.Table, n_parts: int) -> list[ManifestEntry]:

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
-from floe.bulk import gc_paused
+from floe.bulk import LazyList, gc_paused, sequence_eq
 from floe.errors import NotFound, ValidationError
 from floe.manifest import (
     DataFile,
@@ -66,44 +66,32 @@ class FileScanTask(NamedTuple):
         return self.data_file.file_path
 
 
-class TaskBlock(Sequence[FileScanTask]):
+class TaskBlock(LazyList[FileScanTask]):
     """Every live file of one manifest as a scan task: what a plan keeps when it has nothing
-    to decide per file (no filter left for the manifest's spec, no deletes).
-    Only the number of files is needed to plan; the task objects are built on first use, so
-    entries from the persistent manifest cache (:class:`~floe.scan.manifest_store.
-    StoredEntries`) stay unbuilt until a caller reads the tasks."""
+    to decide per file (no filter left for the manifest's spec, no deletes). Only the number
+    of files is needed to plan; the task objects are built on first read, so entries from
+    the persistent manifest cache (:class:`~floe.scan.manifest_store.StoredEntries`) stay
+    unbuilt until a caller reads the tasks. Blocks are shared between plans and threads
+    (the in-memory manifest cache keeps them)."""
 
-    __slots__ = ("_live", "_spec_id", "_len", "_tasks")
+    __slots__ = ("_spec_id",)
 
     def __init__(self, live: Sequence[ManifestEntry], spec_id: int) -> None:
-        self._live: Sequence[ManifestEntry] | None = live
+        super().__init__(live, len(live))
         self._spec_id = spec_id
-        self._len = len(live)
-        self._tasks: list[FileScanTask] | None = None
 
-    # Blocks are shared between threads (the in-memory manifest cache keeps them): the
-    # tasks are set before the entries are let go, so whoever finds no entries finds tasks.
+    def _build(self, source: Sequence[ManifestEntry]) -> list[FileScanTask]:
+        return _full_tasks_of(source, self._spec_id)
 
     def tasks(self) -> list[FileScanTask]:
-        got = self._tasks
-        if got is None:
-            live = self._live
-            if live is None:  # built by another thread meanwhile
-                got = self._tasks
-                assert got is not None
-                return got
-            with gc_paused():
-                got = self._tasks = _full_tasks_of(live, self._spec_id)
-            self._live = None
-        return got
+        return self.items()
 
     def column(self, name: str) -> list[Any]:
         """``file_path``, ``record_count`` or ``sequence_number`` of every task, without
         building the tasks when they are not built yet."""
-        live = self._live
+        live = self.source
         if live is None:
-            tasks = self._tasks
-            assert tasks is not None
+            tasks = self.items()
             if name == "sequence_number":
                 return [t.sequence_number for t in tasks]
             return [getattr(t.data_file, name) for t in tasks]
@@ -120,7 +108,7 @@ class TaskBlock(Sequence[FileScanTask]):
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        live = self._live
+        live = self.source
         got = live.arrow_column(name) if isinstance(live, StoredEntries) else None
         if got is None:
             return pa.array(self.column(name), pa.string() if name == "file_path"
@@ -131,31 +119,8 @@ class TaskBlock(Sequence[FileScanTask]):
     def spec_id(self) -> int:
         return self._spec_id
 
-    @property
-    def built(self) -> bool:
-        """Whether the task objects exist yet."""
-        return self._tasks is not None
-
-    def __len__(self) -> int:
-        return self._len
-
-    @overload
-    def __getitem__(self, i: int) -> FileScanTask: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[FileScanTask]: ...
-    def __getitem__(self, i: int | slice) -> FileScanTask | list[FileScanTask]:
-        return self.tasks()[i]
-
-    def __iter__(self) -> Iterator[FileScanTask]:
-        return iter(self.tasks())
-
-    def __eq__(self, other: object) -> bool:
-        return _sequence_eq(self, other)
-
-    __hash__ = None  # type: ignore[assignment]
-
     def __repr__(self) -> str:
-        return f"TaskBlock({self._len} tasks of spec {self._spec_id})"
+        return f"TaskBlock({len(self)} tasks of spec {self._spec_id})"
 
 
 class TaskList(Sequence[FileScanTask]):
@@ -224,18 +189,12 @@ class TaskList(Sequence[FileScanTask]):
         return itertools.chain.from_iterable(self._parts)
 
     def __eq__(self, other: object) -> bool:
-        return _sequence_eq(self, other)
+        return sequence_eq(self, other)
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"TaskList({self._len} tasks)"
-
-
-def _sequence_eq(a: Sequence[FileScanTask], b: object) -> bool:
-    if not isinstance(b, (list, tuple, TaskBlock, TaskList)):
-        return NotImplemented  # type: ignore[no-any-return]
-    return len(a) == len(b) and list(a) == list(b)
 
 
 @dataclass(frozen=True, slots=True)

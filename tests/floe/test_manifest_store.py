@@ -200,10 +200,10 @@ def test_partition_stats_from_the_cache_columns_equal_those_from_entries(
     assert any(None in p.partition for p in expected.partitions)  # null partition values
     assert len({p.spec_id for p in expected.partitions}) == 2
 
-    def refuse(self: Any) -> Any:
+    def refuse(self: Any, source: Any) -> Any:
         raise AssertionError("an entry was built")
 
-    monkeypatch.setattr(StoredEntries, "entries", refuse)
+    monkeypatch.setattr(StoredEntries, "_build", refuse)
     stats.reset()
     got = partition_stats(table.io, table.metadata, cache=None)
     assert stats.reads().get(stats.MANIFEST_CACHE) == len(_manifests(table))

@@ -118,7 +118,7 @@ def test_from_the_persistent_cache_a_full_plan_builds_no_entry(
     stats.reset()
     plan = plan_files(io, table.metadata, snapshot_id=snapshot, explain=True, cache=None)
     assert stats.reads() == {stats.MANIFEST_LIST: 1, stats.MANIFEST_CACHE: 8}  # no manifest
-    stored = [b._live for b in plan.tasks.blocks()]  # noqa: SLF001 (what the block holds)
+    stored = [b.source for b in plan.tasks.blocks()]
     assert all(isinstance(s, StoredEntries) and not s.built for s in stored)
     assert plan.to_json() == expected.to_json()
     assert all(not s.built for s in stored)  # the document came from the Arrow columns
