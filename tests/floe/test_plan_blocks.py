@@ -147,3 +147,33 @@ def test_task_list_reads_like_a_list(table: Any, snapshot: int) -> None:
     assert tasks != flat and TaskList() == [] and not TaskList()
     assert pickle.loads(pickle.dumps(tasks)) == expected
     assert pickle.loads(pickle.dumps(third)) == flat[n:n + len(third)]
+
+
+def test_a_block_read_by_many_threads_at_once_is_built_once(table: Any, snapshot: int) -> None:
+    """Blocks are shared (the in-memory manifest cache keeps them): threads reading one at
+    the same time all get the same tasks, whichever of them built them."""
+    import threading
+
+    plan = plan_files(FileIO(), table.metadata, snapshot_id=snapshot, cache=None)
+    expected = [list(b) for b in plan_files(FileIO(), table.metadata, snapshot_id=snapshot,
+                                            cache=None).tasks.blocks()]
+    for _ in range(20):
+        plan = plan_files(FileIO(), table.metadata, snapshot_id=snapshot, cache=None)
+        blocks = plan.tasks.blocks()
+        got: list[list[Any]] = []
+        start = threading.Barrier(4)
+
+        def read() -> None:
+            start.wait()
+            got.append([t for b in blocks for t in b.tasks()] +
+                       [tuple(b.column("file_path")) for b in blocks])
+
+        threads = [threading.Thread(target=read) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        flat = [t for b in expected for t in b] + [tuple(t.file_path for t in b)
+                                                   for b in expected]
+        assert got == [flat] * 4
+        assert all(b.built and b.source is None for b in blocks)
