@@ -185,7 +185,10 @@ def is_table_dir(io: FileIO, location: str) -> bool:
     metadata_dir = _join(location, METADATA_DIR)
     if not io.is_dir(metadata_dir):
         return False
-    hint = _read_hint(io, metadata_dir)  # the hint's file, when there, saves listing them all
+    try:  # the hint's file, when there, saves listing them all
+        hint = _read_hint(io, metadata_dir)
+    except FloeError:  # a hint this io may not read (outside a confined warehouse): list
+        hint = None
     if hint is not None and _hadoop_file(io, metadata_dir, hint) is not None:
         return True
     return _scan(io, metadata_dir) is not None

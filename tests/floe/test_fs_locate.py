@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -159,3 +160,19 @@ def test_is_table_dir(io: FileIO, tmp_path: Path, files: dict[str, str], expecte
     assert filesystem.is_table_dir(io, str(tmp_path / "nowhere")) is False
     hinted = files.get("version-hint.text") == "1" and "v1.metadata.json" in files
     assert (listed == []) is hinted
+
+
+def test_is_table_dir_when_the_hint_may_not_be_read(tmp_path: Path) -> None:
+    """An io that refuses to read (the explorer's, for a table outside its warehouse) still
+    answers from the listing, which it allows."""
+    from floe.catalog.filesystem import is_table_dir
+    from floe.errors import FloeError
+
+    class Refusing(FileIO):
+        def open(self, location: str) -> Any:
+            raise FloeError(f"{location}: not read")
+
+    t = make_table(tmp_path, {"v1.metadata.json": "{}", "version-hint.text": "1"})
+    assert is_table_dir(Refusing(), str(t)) is True
+    empty = make_table(tmp_path / "e", {"version-hint.text": "1"})
+    assert is_table_dir(Refusing(), str(empty)) is False
