@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from floe import stats
-from floe.avro import LazyBytesMap, LazyIntMap
+from floe.avro import LazyBytesMap, LazyIntMap, LazyMap, encode_bytes_map, encode_int_map
 from floe.bulk import LazyList
 from floe.manifest import (
     DataFile,
@@ -56,7 +56,8 @@ from floe.manifest import (
 if TYPE_CHECKING:  # Arrow is imported when the cache is used (`floe` starts faster)
     import pyarrow as pa
 
-__all__ = ["ManifestStore", "StoredEntries", "manifest_store", "FORMAT_VERSION"]
+__all__ = ["ManifestStore", "StoredEntries", "manifest_store", "wire", "unwire",
+           "FORMAT_VERSION"]
 
 #: Bumped whenever the layout of an entry file changes: files of other versions are ignored.
 FORMAT_VERSION = "2"
@@ -74,7 +75,7 @@ _NAMES = (
 
 @cache
 def _columns() -> tuple[tuple[str, pa.DataType], ...]:
-    """The columns of the flat entry tuples of floe.scan.manifests._wire, in order (the
+    """The columns of the flat entry tuples of :func:`wire`, in order (the
     stats maps as their Avro bytes), with their Arrow types; the partition tuple (position
     7) is stored as one column per partition field instead."""
     import pyarrow as pa
@@ -171,9 +172,7 @@ class ManifestStore:
         (nothing is written then) or the directory cannot be written."""
         import pyarrow as pa
 
-        from floe.scan.manifests import _wire
-
-        table = self._table(manifest, [_wire(e) for e in entries])
+        table = self._table(manifest, [wire(e) for e in entries])
         if table is None:
             return False
         path = self.path_for(manifest)
@@ -355,23 +354,66 @@ class StoredEntries(LazyList[ManifestEntry]):
                     strict=True)]
 
 
+# -- the flat form of an entry (the cache's rows, what worker processes send) --------------
+
+_COUNT_FIELDS = (6, 7, 8, 9)  # column_sizes ... nan_value_counts positions in DataFile
+_BOUND_FIELDS = (10, 11)
+_CONTENT_POS, _FORMAT_POS = 0, 2
+_STATUSES = {s.value: s for s in ManifestEntryStatus}
+_CONTENTS = {c.value: c for c in FileContent}
+_FORMATS = {f.value: f for f in FileFormat}
+
+
+def _raw_map(m: Any, encode: Any) -> bytes | None:
+    """A stats map as its Avro bytes: kept as read while undecoded, else encoded again."""
+    if m is None:
+        return None
+    raw = m.raw if isinstance(m, LazyMap) else None
+    return raw if raw is not None else encode(m)  # type: ignore[no-any-return]
+
+
+def wire(e: ManifestEntry) -> tuple[Any, ...]:
+    """An entry as a flat tuple of plain values in :data:`_NAMES` order (no enums, stats maps
+    as their Avro bytes): what the cache stores and what worker processes send (it pickles
+    fast). :func:`unwire` reads it back."""
+    values = list(e.data_file)
+    values[_CONTENT_POS] = int(values[_CONTENT_POS])
+    values[_FORMAT_POS] = str(values[_FORMAT_POS])
+    for i in _COUNT_FIELDS:
+        values[i] = _raw_map(values[i], encode_int_map)
+    for i in _BOUND_FIELDS:
+        values[i] = _raw_map(values[i], encode_bytes_map)
+    return (int(e.status), e.snapshot_id, e.sequence_number, e.file_sequence_number, *values)
+
+
+def unwire(rows: Sequence[tuple[Any, ...]]) -> list[ManifestEntry]:
+    """The entries of :func:`wire` rows."""
+    if not rows:
+        return []
+    cols = list(zip(*rows, strict=True))
+    return _build({name: list(cols[i]) for i, name in enumerate(_NAMES) if i != _PARTITION},
+                  list(cols[_PARTITION]))
+
+
 def _entries(table: pa.Table, n_parts: int) -> list[ManifestEntry]:
-    """The entries of a stored table, built column by column (what
-    floe.scan.manifests._unwire does row by row, several times faster)."""
-    n = table.num_rows
+    """The entries of a stored table (its columns as Python values, one partition column
+    per partition field)."""
     col = {name: _values(table.column(name), name in _FEW_VALUES)
            for name, _ in _columns() if name != "partition"}
-    statuses = {s.value: s for s in ManifestEntryStatus}
-    contents = {c.value: c for c in FileContent}
-    formats = {f.value: f for f in FileFormat}
+    parts = [table.column(f"p{i}").to_pylist() for i in range(n_parts)]
+    partitions = list(zip(*parts, strict=True)) if parts else [()] * table.num_rows
+    return _build(col, partitions)
+
+
+def _build(col: dict[str, list[Any]], partitions: list[Any]) -> list[ManifestEntry]:
+    """Entries from the columns of their flat form, built column by column (several times
+    faster than row by row): enums and lazy stats maps back in place."""
     lazy, packed = LazyIntMap, LazyBytesMap
     for name in ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts"):
         col[name] = [None if v is None else lazy(v) for v in col[name]]
     for name in ("lower_bounds", "upper_bounds"):
         col[name] = [None if v is None else packed(v) for v in col[name]]
-    parts = [table.column(f"p{i}").to_pylist() for i in range(n_parts)]
-    partitions = list(zip(*parts, strict=True)) if parts else [()] * n
-    new = tuple.__new__
+    new, contents, formats = tuple.__new__, _CONTENTS, _FORMATS
     files = [new(DataFile, t) for t in zip(
         [contents[v] for v in col["content"]], col["file_path"],
         [formats.get(v, v) for v in col["file_format"]], partitions, col["record_count"],
@@ -382,7 +424,7 @@ def _entries(table: pa.Table, n_parts: int) -> list[ManifestEntry]:
         col["referenced_data_file"], col["content_offset"], col["content_size_in_bytes"],
         strict=True)]
     return [new(ManifestEntry, t) for t in zip(
-        [statuses[v] for v in col["status"]], col["snapshot_id"], col["sequence_number"],
+        [_STATUSES[v] for v in col["status"]], col["snapshot_id"], col["sequence_number"],
         col["file_sequence_number"], files, strict=True)]
 
 

@@ -18,18 +18,9 @@ from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from typing import Any
 
-from floe.avro import LazyBytesMap, LazyIntMap, LazyMap, encode_bytes_map, encode_int_map
 from floe.cache import LRUCache
-from floe.scan.manifest_store import manifest_store
-from floe.manifest import (
-    DataFile,
-    FileContent,
-    FileFormat,
-    ManifestEntry,
-    ManifestEntryStatus,
-    ManifestFile,
-    read_manifest,
-)
+from floe.manifest import ManifestEntry, ManifestEntryStatus, ManifestFile, read_manifest
+from floe.scan.manifest_store import manifest_store, unwire, wire
 
 __all__ = ["ManifestCache", "DEFAULT_CACHE", "read_live_entries", "PROCESS_MIN_ENTRIES",
            "shutdown_pool"]
@@ -120,61 +111,10 @@ def _live(io: Any, manifest: ManifestFile) -> list[ManifestEntry]:
     return live
 
 
-_COUNT_FIELDS = (6, 7, 8, 9)  # column_sizes ... nan_value_counts positions in DataFile
-_BOUND_FIELDS = (10, 11)
-_CONTENT_POS, _FORMAT_POS = 0, 2
-
-
-def _raw_map(m: Any, encode: Any) -> bytes | None:
-    """A stats map as its Avro bytes: kept as read while undecoded, else encoded again."""
-    if m is None:
-        return None
-    raw = m.raw if isinstance(m, LazyMap) else None
-    return raw if raw is not None else encode(m)  # type: ignore[no-any-return]
-
-
-def _wire(e: ManifestEntry) -> tuple[Any, ...]:
-    """An entry as a flat tuple of plain values (no enums, stats maps as their Avro bytes)
-    that pickles fast and that the persistent cache stores as it is."""
-    values = list(e.data_file)
-    values[_CONTENT_POS] = int(values[_CONTENT_POS])
-    values[_FORMAT_POS] = str(values[_FORMAT_POS])
-    for i in _COUNT_FIELDS:
-        values[i] = _raw_map(values[i], encode_int_map)
-    for i in _BOUND_FIELDS:
-        values[i] = _raw_map(values[i], encode_bytes_map)
-    return (int(e.status), e.snapshot_id, e.sequence_number, e.file_sequence_number, *values)
-
-
-_STATUSES = {s.value: s for s in ManifestEntryStatus}
-_CONTENTS = {c.value: c for c in FileContent}
-_FORMATS = {f.value: f for f in FileFormat}
-
-
-def _unwire(rows: list[tuple[Any, ...]]) -> list[ManifestEntry]:
-    new = tuple.__new__
-    out = []
-    append = out.append
-    for r in rows:
-        values = list(r[4:])
-        values[_CONTENT_POS] = _CONTENTS[values[_CONTENT_POS]]
-        values[_FORMAT_POS] = _FORMATS.get(values[_FORMAT_POS], values[_FORMAT_POS])
-        for i in _COUNT_FIELDS:
-            m = values[i]
-            if m is not None:
-                values[i] = LazyIntMap(m)
-        for i in _BOUND_FIELDS:
-            m = values[i]
-            if m is not None:
-                values[i] = LazyBytesMap(m)
-        append(new(ManifestEntry, (_STATUSES[r[0]], r[1], r[2], r[3], new(DataFile, values))))
-    return out
-
-
 def _live_chunk(io: Any, manifests: Sequence[ManifestFile]) -> list[list[tuple[Any, ...]]]:
     gc.disable()  # a worker process: see floe.bulk.gc_paused
     try:
-        return [[_wire(e) for e in _live(io, m)] for m in manifests]
+        return [[wire(e) for e in _live(io, m)] for m in manifests]
     finally:
         gc.enable()
 
@@ -222,7 +162,7 @@ def _read_in_processes(io: Any, manifests: Sequence[ManifestFile], missing: list
         out[i] = _live(io, manifests[i])
     for fut in as_completed(futures):
         for i, rows in zip(futures[fut], fut.result(), strict=True):
-            out[i] = _unwire(rows)
+            out[i] = unwire(rows)
 
 
 def read_live_entries(

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-
 from floe.io import FileIO
 from floe.metadata import TableMetadata, parse_metadata
 from floe.partitioning import PartitionSpec
