@@ -41,10 +41,18 @@ class TotalsSerializer(S):  # type: ignore[type-arg]
     total_position_deletes = serializers.IntegerField(allow_null=True)
     total_equality_deletes = serializers.IntegerField(allow_null=True)
     live_records = serializers.IntegerField(
-        allow_null=True, help_text="rows a read returns: total_records less the deletes")
-    live_exact = serializers.BooleanField(
-        help_text="false when equality deletes make live_records an estimate (each counted"
-                  " as one row)")
+        allow_null=True, help_text="rows a read returns, exact (from the summary or counted);"
+                                   " null when only live_min and live_max are known")
+    live_exact = serializers.BooleanField(help_text="whether live_records is known")
+    live_min = serializers.IntegerField(allow_null=True,
+                                        help_text="at least this many rows are live")
+    live_max = serializers.IntegerField(allow_null=True,
+                                        help_text="at most this many rows are live")
+    live_how = serializers.ChoiceField(
+        choices=["summary", "counted", "bounds", "unknown"],
+        help_text="summary: no delete files; counted: the files with deletes were read with "
+                  "their deletes applied; bounds: too large to count, see live_min/live_max; "
+                  "unknown: the summary has no totals")
 
 
 class HealthMetricSerializer(S):  # type: ignore[type-arg]

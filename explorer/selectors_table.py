@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import pyarrow as pa
+
 from explorer import selectors
 from explorer.cache import CACHE
 from explorer.catalogs import check_inside
@@ -27,6 +29,7 @@ from floe import inspect
 from floe.diff import schema_for_snapshot, schema_history, snapshot_diff, spec_history
 from floe.errors import FloeError, NotFound, ValidationError
 from floe.health import table_health
+from floe.live_rows import live_rows
 from floe.inspect import file_row
 from floe.manifest import (
     ManifestContent,
@@ -46,6 +49,11 @@ T = TypeVar("T")
 
 #: Health reads the current data manifests only when they hold at most this many entries.
 HEALTH_MAX_FILES = 20_000
+#: The overview counts live rows (floe.live_rows) when the current snapshot has at most this
+#: many files and its data files with deletes hold at most this many rows (read once per
+#: metadata file: the count is cached).
+LIVE_COUNT_MAX_FILES = 1_000
+LIVE_COUNT_MAX_ROWS = 200_000
 #: Parent chain shown on a snapshot page.
 PARENT_CHAIN_LIMIT = 50
 
@@ -205,7 +213,7 @@ def table_overview(*, table: Table) -> dict[str, Any]:
     totals = {key.replace("-", "_"): _int_or_none(summary.get(key)) for key in (
         "total-records", "total-data-files", "total-delete-files", "total-files-size",
         "total-position-deletes", "total-equality-deletes")}
-    totals.update(live_rows(totals))
+    totals.update(live_rows_get(table=table))
     return {
         **described,
         "refs": refs,
@@ -220,18 +228,22 @@ def table_overview(*, table: Table) -> dict[str, Any]:
     }
 
 
-def live_rows(totals: dict[str, int | None]) -> dict[str, Any]:
-    """Rows a read returns, from the summary's totals: the data files' records less the
-    position deletes (each removes one row: exact) less the equality deletes (each removes
-    any number of rows, counted as one: an estimate). ``live_records`` None when the summary
-    lacks the totals."""
-    records = totals.get("total_records")
-    pos, eq = totals.get("total_position_deletes"), totals.get("total_equality_deletes")
-    deletes = totals.get("total_delete_files")
-    if records is None or (deletes and (pos is None or eq is None)):
-        return {"live_records": None, "live_exact": False}
-    live = max(0, records - (pos or 0) - (eq or 0))
-    return {"live_records": live, "live_exact": not eq}
+def live_rows_get(*, table: Table) -> dict[str, Any]:
+    """The rows a read of the current state returns (floe.live_rows): from the summary when
+    it has no delete files, counted when the work is bounded, else bounds. ``live_records``
+    is the exact count or None; ``live_min``/``live_max`` bound it; ``live_how`` says which.
+    Cached per metadata file; a file that cannot be read leaves the bounds."""
+    def load() -> dict[str, Any]:
+        try:
+            rows = live_rows(table.io, table.metadata, max_files=LIVE_COUNT_MAX_FILES,
+                             max_rows=LIVE_COUNT_MAX_ROWS, cache=CACHE.live)
+        except (FloeError, OSError, pa.ArrowException) as exc:
+            logger.warning("live rows of %s not counted: %s", table.identifier, exc)
+            rows = live_rows(table.io, table.metadata, max_files=0)
+        return {"live_records": rows.count, "live_exact": rows.exact, "live_min": rows.low,
+                "live_max": rows.high, "live_how": rows.how,
+                "live_files_read": rows.files_read}
+    return _cached(table, "live-rows", load)
 
 
 def iso_time(ms: int | None) -> str | None:
