@@ -35,7 +35,7 @@ _PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 def _context(table: Table, **more: Any) -> dict[str, Any]:
     ref = selectors.table_ref(table)
     kw = {"catalog": ref.catalog, "ns": ref.namespace, "table": ref.name}
-    return {"t": ref, "kw": kw, **more}
+    return {"t": ref, "kw": kw, "location": table.location, **more}
 
 
 def _open(catalog: str, ns: str, table: str) -> Table:

@@ -51,3 +51,23 @@ def summary_value(value: Any, key: str) -> str:
     if not text.lstrip("-").isdigit():
         return text
     return bytes_(int(text)) if key.endswith("-size") else count(int(text))
+
+
+def _local(path: str) -> str:
+    """``file:/x`` and ``file:///x`` as ``/x``: a table written by Spark names its files one
+    way and its location the other."""
+    if path.startswith("file://"):
+        return path[len("file://"):]
+    return path[len("file:"):] if path.startswith("file:") else path
+
+
+@register.filter
+def in_table(path: Any, location: Any) -> str:
+    """A file's path as the file, manifest and plan tables show it: relative to the table's
+    ``location`` when it lies inside it (the full path goes in the cell's title and on the
+    file's own page), else whole."""
+    if not path or not location:
+        return "" if path is None else str(path)
+    text, root = str(path), _local(str(location)).rstrip("/") + "/"
+    local = _local(text)
+    return local[len(root):] if local.startswith(root) and len(local) > len(root) else text
