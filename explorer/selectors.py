@@ -160,12 +160,57 @@ def catalog_namespaces(*, catalog: str) -> list[NamespaceRow]:
     return rows
 
 
-def catalog_table_refs(
-    *, catalog: str, namespace: str | None = None, query: str = ""
-) -> list[TableRef]:
-    """The tables of a catalog sorted by identifier, optionally in one namespace (and those
-    below it) and whose ``namespace.table`` contains ``query`` (case-insensitive)."""
+@dataclass(frozen=True, slots=True)
+class NamespaceNode:
+    """A namespace on a catalog or namespace page: its tables, those of every namespace below
+    it, and its children. ``depth`` is its level below the page's own (0: a top one)."""
+
+    catalog: str
+    name: str
+    depth: int
+    table_count: int
+    tables_below: int
+    child_count: int
+
+    @property
+    def leaf(self) -> str:
+        """The last level of the name (the tree shows ``raw`` under ``lake``)."""
+        return self.name.rsplit(".", 1)[-1]
+
+    @property
+    def url(self) -> str:
+        return str(reverse("explorer:namespace", kwargs={"catalog": self.catalog,
+                                                         "ns": self.name}))
+
+
+def namespace_tree(*, catalog: str, namespace: str | None = None) -> list[NamespaceNode]:
+    """The namespaces below ``namespace`` (every namespace of the catalog for None), parents
+    before their children, each with its own table count and the count with everything below
+    it. NotFound names an unknown catalog or namespace."""
     cat, namespaces = _namespaces(catalog_get(name=catalog), namespace)
+    root = to_namespace(namespace) if namespace is not None else ()
+    below = [ns for ns in namespaces if ns != root]
+    with catalog_call(cat):
+        own = {ns: len(cat.list_tables(ns)) for ns in below}
+    nodes = []
+    for ns in sorted(below):
+        inside = [o for o in below if o[:len(ns)] == ns]
+        nodes.append(NamespaceNode(
+            catalog=cat.name, name=_ns_text(ns), depth=len(ns) - len(root) - 1,
+            table_count=own[ns], tables_below=sum(own[o] for o in inside),
+            child_count=sum(1 for o in inside if len(o) == len(ns) + 1)))
+    return nodes
+
+
+def catalog_table_refs(
+    *, catalog: str, namespace: str | None = None, query: str = "", below: bool = True
+) -> list[TableRef]:
+    """The tables of a catalog sorted by identifier, optionally in one namespace (and, with
+    ``below``, those below it) and whose ``namespace.table`` contains ``query``
+    (case-insensitive)."""
+    cat, namespaces = _namespaces(catalog_get(name=catalog), namespace)
+    if namespace is not None and not below:
+        namespaces = namespaces[:1]
     refs: list[TableRef] = []
     with catalog_call(cat):
         for ns in namespaces:

@@ -12,7 +12,15 @@ def _favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
 
 
 explorer_patterns = (
-    [path("", views.table_list, name="tables")],
+    [
+        path("", views.table_list, name="tables"),
+        path("catalogs/", views.catalogs_index, name="catalogs"),
+        path("catalogs/<str:catalog>/", views.catalog_page, name="catalog"),
+        path("catalogs/<str:catalog>/namespaces/", views.catalog_namespaces),
+        path("catalogs/<str:catalog>/namespaces/<str:ns>/", views.namespace_page,
+             name="namespace"),
+        path("catalogs/<str:catalog>/namespaces/<str:ns>/tables/", views.namespace_tables),
+    ],
     "explorer",
 )
 

@@ -32,4 +32,8 @@ def test_crawl_the_demo_warehouse(browser: Any, site: str) -> None:
                    "events/history/", "events/snapshots/N/manifests/N/files/N/"):
         assert any(p.startswith(suffix) for p in table_pages), (suffix, sorted(table_pages))
     assert any(u.startswith("/api/catalogs/") for u in result.pages)
+    # the catalog's and the namespaces' pages, linked from the home page and the breadcrumbs
+    assert "/catalogs/local/" in result.pages
+    assert {"/catalogs/local/namespaces/web/", "/catalogs/local/namespaces/sales/"} <= set(
+        result.pages)
     print(f"crawled {len(result.pages)} pages:", *result.pages, sep="\n")
