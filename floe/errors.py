@@ -11,6 +11,11 @@ class ValidationError(FloeError, ValueError):
     """Input that does not follow the Iceberg spec (bad type string, bad field id, ...)."""
 
 
+class FilterTooDeep(ValidationError):
+    """A filter nests more levels than floe walks (floe.expressions.MAX_DEPTH): refused whole,
+    with the same message wherever it is typed."""
+
+
 class MetadataError(FloeError):
     """A metadata, manifest list or manifest file that cannot be read.
 

@@ -5,6 +5,7 @@ See docs/core-api.md "floe.expressions" for the contract.
 
 from floe.expressions.arrow import arrow_filter
 from floe.expressions.base import (
+    MAX_DEPTH,
     Accessor,
     AlwaysFalse,
     AlwaysTrue,
@@ -33,6 +34,7 @@ from floe.expressions.base import (
     StartsWith,
     UnaryPredicate,
     bind,
+    depth,
     rewrite_not,
     walk_predicates,
 )
@@ -77,15 +79,16 @@ from floe.expressions.projection import (
 from floe.expressions.visitors import evaluator, evaluator_explain
 
 __all__ = [
-    "ABOVE_MAX", "BELOW_MIN", "IN_PREDICATE_LIMIT", "AboveMax", "Accessor", "AlwaysFalse",
-    "AlwaysTrue", "And", "BelowMin", "BinaryLiteral", "BooleanExpression", "BooleanLiteral",
+    "ABOVE_MAX", "BELOW_MIN", "IN_PREDICATE_LIMIT", "MAX_DEPTH", "AboveMax", "Accessor",
+    "AlwaysFalse", "AlwaysTrue", "And", "BelowMin", "BinaryLiteral", "BooleanExpression",
+    "BooleanLiteral",
     "BoundReference", "DateLiteral", "DecimalLiteral", "DoubleLiteral", "EqualTo",
     "FixedLiteral", "FloatLiteral", "GreaterThan", "GreaterThanOrEqual", "In",
     "InclusiveMetricsEvaluator", "IntLiteral", "IsNaN", "IsNull", "LessThan",
     "LessThanOrEqual", "Literal", "LiteralPredicate", "LongLiteral", "Not", "NotEqualTo",
     "NotIn", "NotNaN", "NotNull", "NotStartsWith", "Or", "Predicate", "Reference",
     "SetPredicate", "StartsWith", "StrictMetricsEvaluator", "StringLiteral", "TimeLiteral",
-    "TimestampLiteral", "UUIDLiteral", "UnaryPredicate", "bind", "evaluator",
+    "TimestampLiteral", "UUIDLiteral", "UnaryPredicate", "bind", "depth", "evaluator",
     "evaluator_explain", "literal", "manifest_evaluator", "manifest_evaluator_explain",
     "parse_filter", "rewrite_not", "walk_predicates", "arrow_filter", "inclusive_projection",
     "partition_evaluator", "partition_evaluator_explain", "partition_schema", "project",

@@ -11,15 +11,21 @@ is ``x``, ``In`` with one value is ``EqualTo``, and ``Not`` pushes down to the l
 Semantics of a predicate on one value, as Java's evaluators and metrics evaluators assume:
 null and NaN satisfy no comparison (``=``, ``<``, ``IN``, ``STARTS WITH`` ...), and they do
 satisfy the negative predicates ``!=``, ``NOT IN``, ``NOT STARTS WITH``.
+
+Depth: every algorithm over an expression (binding, printing, projecting, evaluating) walks
+it recursively, once per level. Chains of AND (OR) are therefore built as balanced trees, so
+a filter of thousands of terms is only a dozen levels deep, and :data:`MAX_DEPTH` bounds the
+rest: :func:`bind` (and :func:`floe.expressions.parse_filter`, which counts parentheses too)
+refuse a deeper expression with :class:`~floe.errors.FilterTooDeep`, never a RecursionError.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
-from floe.errors import ValidationError
+from floe.errors import FilterTooDeep, ValidationError
 from floe.expressions.literals import AboveMax, BelowMin, Literal, literal
 from floe.schema import Schema, unknown_column
 from floe.types import (
@@ -32,12 +38,22 @@ from floe.types import (
 )
 
 __all__ = [
-    "Accessor", "AlwaysFalse", "AlwaysTrue", "And", "BooleanExpression", "BoundReference",
-    "EqualTo", "GreaterThan", "GreaterThanOrEqual", "In", "IsNaN", "IsNull", "LessThan",
+    "MAX_DEPTH", "Accessor", "AlwaysFalse", "AlwaysTrue", "And", "BooleanExpression",
+    "BoundReference", "EqualTo", "GreaterThan", "GreaterThanOrEqual", "In", "IsNaN", "IsNull",
+    "LessThan",
     "LessThanOrEqual", "LiteralPredicate", "Not", "NotEqualTo", "NotIn", "NotNaN", "NotNull",
     "NotStartsWith", "Or", "Predicate", "Reference", "SetPredicate", "StartsWith",
-    "UnaryPredicate", "bind", "rewrite_not", "walk_predicates",
+    "UnaryPredicate", "balanced", "bind", "check_depth", "depth", "map_leaves", "rewrite_not",
+    "too_deep", "walk_predicates",
 ]
+
+#: The most levels an expression may nest: parentheses and the AND / OR nodes of its tree
+#: (NOT pushes down, it adds none). Each level costs the recursive walks over an expression
+#: a few stack frames; 100 levels stay far from Python's recursion limit in any thread,
+#: while a balanced chain of 2^99 terms would fit.
+MAX_DEPTH = 100
+
+_T = TypeVar("_T")
 
 
 class BooleanExpression:
@@ -102,7 +118,7 @@ class And(BooleanExpression):
         cls, left: BooleanExpression, right: BooleanExpression, *rest: BooleanExpression
     ) -> BooleanExpression:
         if rest:
-            return And(And(left, right), *rest)
+            return balanced(And, [left, right, *rest])
         if isinstance(left, AlwaysFalse) or isinstance(right, AlwaysFalse):
             return AlwaysFalse()
         if isinstance(left, AlwaysTrue):
@@ -139,7 +155,7 @@ class Or(BooleanExpression):
         cls, left: BooleanExpression, right: BooleanExpression, *rest: BooleanExpression
     ) -> BooleanExpression:
         if rest:
-            return Or(Or(left, right), *rest)
+            return balanced(Or, [left, right, *rest])
         if isinstance(left, AlwaysTrue) or isinstance(right, AlwaysTrue):
             return AlwaysTrue()
         if isinstance(left, AlwaysFalse):
@@ -169,6 +185,84 @@ class Or(BooleanExpression):
 
 def _paren(e: BooleanExpression, other: type) -> str:
     return f"({e})" if isinstance(e, other) else str(e)
+
+
+def balanced(op: Callable[[_T, _T], _T], operands: Iterable[_T]) -> _T:
+    """``a AND b AND c AND d`` as ``(a AND b) AND (c AND d)``: a chain of n operands (in
+    order; at least one) nests log2(n) levels deep, not n. Built without recursion."""
+    level = list(operands)
+    while len(level) > 1:
+        paired = [op(level[k], level[k + 1]) for k in range(0, len(level) - 1, 2)]
+        if len(level) % 2:
+            paired.append(level[-1])
+        level = paired
+    return level[0]
+
+
+def depth(expr: BooleanExpression) -> int:
+    """How many AND / OR levels ``expr`` nests (a predicate: 0); without recursion."""
+    deepest = 0
+    stack: list[tuple[BooleanExpression, int]] = [(expr, 0)]
+    while stack:
+        e, d = stack.pop()
+        if isinstance(e, (And, Or)):
+            stack += ((e.left, d + 1), (e.right, d + 1))
+        elif d > deepest:
+            deepest = d
+    return deepest
+
+
+def too_deep(where: str = "") -> FilterTooDeep:
+    """The one error for an expression deeper than :data:`MAX_DEPTH` (one line)."""
+    return FilterTooDeep(
+        f"the filter nests more than {MAX_DEPTH} levels deep{where} (parentheses, AND, OR);"
+        " write it with fewer levels (a long list of terms joined by OR or AND is fine)")
+
+
+def check_depth(expr: BooleanExpression) -> BooleanExpression:
+    """``expr``, or :class:`FilterTooDeep` when it nests deeper than :data:`MAX_DEPTH`."""
+    if depth(expr) > MAX_DEPTH:
+        raise too_deep()
+    return expr
+
+
+def map_leaves(expr: BooleanExpression, fn: Callable[[BooleanExpression], BooleanExpression]
+               ) -> BooleanExpression:
+    """``expr`` with each predicate and constant replaced by ``fn(leaf)`` (left to right),
+    every chain of ANDs (ORs) rebuilt :func:`balanced`; without recursion, so any depth of
+    ``expr`` is walked (the result's depth is checked by the caller)."""
+    # One frame per chain being rebuilt: its operator, its operands (the chain flattened),
+    # the next operand to visit and the operands rebuilt so far.
+    frames: list[tuple[type[And] | type[Or], list[BooleanExpression], list[BooleanExpression]]]
+    frames = []
+
+    def chain(e: And | Or) -> list[BooleanExpression]:
+        op, out, todo = type(e), [], [e]
+        while todo:
+            x = todo.pop()
+            if type(x) is op:
+                todo += (x.right, x.left)  # type: ignore[attr-defined]
+            else:
+                out.append(x)
+        return out[::-1]  # popped right to left: reversed for the stack below
+
+    if not isinstance(expr, (And, Or)):
+        return fn(expr)
+    frames.append((type(expr), chain(expr), []))
+    while True:
+        op, todo, done = frames[-1]
+        if todo:
+            e = todo.pop()
+            if isinstance(e, (And, Or)):
+                frames.append((type(e), chain(e), []))
+            else:
+                done.append(fn(e))
+            continue
+        frames.pop()
+        rebuilt: BooleanExpression = balanced(op, done)
+        if not frames:
+            return rebuilt
+        frames[-1][2].append(rebuilt)
 
 
 class Not(BooleanExpression):
@@ -487,16 +581,21 @@ NotStartsWith._negation = StartsWith
 
 
 class SetPredicate(Predicate):
-    """``IN`` / ``NOT IN``; ``literals`` is a frozenset (``values``: the raw values)."""
+    """``IN`` / ``NOT IN``. ``ordered``: the literals in the order they were written, each
+    once (what ``str()`` prints); ``literals``: the same as a frozenset and ``values`` the raw
+    values (for membership tests). Two predicates with the same values in another order are
+    equal."""
 
-    __slots__ = ("literals", "values")
+    __slots__ = ("literals", "ordered", "values")
+    ordered: tuple[Literal, ...]
     literals: frozenset[Literal]
     values: frozenset[Any]
     _sql: ClassVar[str]
 
-    def _init(self, term: Term, lits: frozenset[Literal]) -> None:
+    def _init(self, term: Term, lits: tuple[Literal, ...]) -> None:
         object.__setattr__(self, "term", term)
-        object.__setattr__(self, "literals", lits)
+        object.__setattr__(self, "ordered", lits)
+        object.__setattr__(self, "literals", frozenset(lits))
         object.__setattr__(self, "values", frozenset(lit.value for lit in lits))
 
     def __eq__(self, other: object) -> bool:
@@ -510,12 +609,13 @@ class SetPredicate(Predicate):
         return hash((self.op, self.term, self.literals))
 
     def __str__(self) -> str:
-        items = ", ".join(sorted(str(lit) for lit in self.literals))
+        items = ", ".join(str(lit) for lit in self.ordered)
         return f"{self.term} {self._sql} ({items})"
 
 
-def _literal_set(values: Iterable[Any], sql: str) -> frozenset[Literal]:
-    return frozenset(_check_literal(literal(v), sql) for v in values)
+def _literal_set(values: Iterable[Any], sql: str) -> tuple[Literal, ...]:
+    """The values as literals, in order, each once (a dict keeps the first of equals)."""
+    return tuple(dict.fromkeys(_check_literal(literal(v), sql) for v in values))
 
 
 class In(SetPredicate):
@@ -530,13 +630,13 @@ class In(SetPredicate):
         if not lits:
             return AlwaysFalse()
         if len(lits) == 1:
-            return EqualTo(term, next(iter(lits)))
+            return EqualTo(term, lits[0])
         obj = super().__new__(cls)
         obj._init(_term(term), lits)
         return obj
 
     def negate(self) -> BooleanExpression:
-        return NotIn(self.term, self.literals)
+        return NotIn(self.term, self.ordered)
 
 
 class NotIn(SetPredicate):
@@ -551,13 +651,13 @@ class NotIn(SetPredicate):
         if not lits:
             return AlwaysTrue()
         if len(lits) == 1:
-            return NotEqualTo(term, next(iter(lits)))
+            return NotEqualTo(term, lits[0])
         obj = super().__new__(cls)
         obj._init(_term(term), lits)
         return obj
 
     def negate(self) -> BooleanExpression:
-        return In(self.term, self.literals)
+        return In(self.term, self.ordered)
 
 
 # -- binding -------------------------------------------------------------------------------
@@ -603,10 +703,9 @@ class _Binder:
         return unknown_column(self.schema.as_struct(), name, self.case_sensitive)
 
     def bind(self, expr: BooleanExpression) -> BooleanExpression:
-        if isinstance(expr, And):
-            return And(self.bind(expr.left), self.bind(expr.right))
-        if isinstance(expr, Or):
-            return Or(self.bind(expr.left), self.bind(expr.right))
+        return check_depth(map_leaves(expr, self.leaf))
+
+    def leaf(self, expr: BooleanExpression) -> BooleanExpression:
         if isinstance(expr, Predicate):
             if isinstance(expr.term, BoundReference):
                 return expr
@@ -637,7 +736,7 @@ class _Binder:
                     pred, (GreaterThan, GreaterThanOrEqual, NotEqualTo)) else AlwaysFalse()
             return type(pred)(ref, lit)
         if isinstance(pred, SetPredicate):
-            lits = [self.convert(pred, lit, ref) for lit in pred.literals]
+            lits = [self.convert(pred, lit, ref) for lit in pred.ordered]
             kept = [lit for lit in lits if not isinstance(lit, (AboveMax, BelowMin))]
             return type(pred)(ref, kept)
         raise ValidationError(f"cannot bind {pred!r}")
@@ -656,15 +755,19 @@ def bind(schema: Schema, expr: BooleanExpression, case_sensitive: bool = True) -
 
     Raises :class:`ValidationError` for an unknown column (naming close names), a literal
     that does not convert to the column's type, IS NAN on a non-float column, STARTS WITH on
-    a non-string column. Null tests of required columns become constants.
+    a non-string column; :class:`~floe.errors.FilterTooDeep` when the result nests deeper
+    than :data:`MAX_DEPTH` (chains of AND / OR are rebuilt balanced first, so only nesting
+    counts, not length). Null tests of required columns become constants.
     """
     return _Binder(schema, case_sensitive).bind(expr)
 
 
 def walk_predicates(expr: BooleanExpression) -> Iterable[Predicate]:
     """Every predicate of an expression, left to right."""
-    if isinstance(expr, (And, Or)):
-        yield from walk_predicates(expr.left)
-        yield from walk_predicates(expr.right)
-    elif isinstance(expr, Predicate):
-        yield expr
+    todo = [expr]
+    while todo:
+        e = todo.pop()
+        if isinstance(e, (And, Or)):
+            todo += (e.right, e.left)
+        elif isinstance(e, Predicate):
+            yield e

@@ -16,7 +16,13 @@ Grammar (keywords case-insensitive; precedence NOT > AND > OR)::
 
 Strings are ``'...'`` with ``''`` for a quote. Numbers: integers are longs, numbers with a
 fraction are decimals (exact), numbers with an exponent are doubles. Errors are
-:class:`ValidationError` with the 1-based position and a caret line.
+:class:`ValidationError` with the 1-based position and a caret line (under a window of a long
+filter's text).
+
+Length is free: the parser does not recurse, and a chain of n terms joined by OR (AND) is a
+balanced tree log2(n) levels deep. Nesting is not: a filter deeper than
+:data:`~floe.expressions.base.MAX_DEPTH` levels (parentheses count) is refused with
+:class:`~floe.errors.FilterTooDeep`, a one-line message naming the position.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from typing import Any
 from floe.conversions import from_json_value
 from floe.errors import ValidationError
 from floe.expressions.base import (
+    MAX_DEPTH,
     AlwaysFalse,
     AlwaysTrue,
     And,
@@ -41,7 +48,6 @@ from floe.expressions.base import (
     IsNull,
     LessThan,
     LessThanOrEqual,
-    Not,
     NotEqualTo,
     NotIn,
     NotNaN,
@@ -50,6 +56,8 @@ from floe.expressions.base import (
     Or,
     Reference,
     StartsWith,
+    balanced,
+    too_deep,
 )
 from floe.expressions.literals import (
     BooleanLiteral,
@@ -123,10 +131,38 @@ def _tokenize(text: str) -> list[_Token]:
     return tokens
 
 
+#: Characters of a long filter shown on each side of an error's position.
+_CONTEXT = 60
+
+
 def _error(text: str, pos: int, message: str) -> ValidationError:
+    start = max(0, pos - _CONTEXT)
+    shown = text[start:pos + _CONTEXT]
+    before, after = ("…" if start else ""), ("…" if pos + _CONTEXT < len(text) else "")
+    caret = " " * (pos - start + len(before))
     return ValidationError(
-        f"cannot parse filter at position {pos + 1}: {message}\n  {text}\n  {' ' * pos}^"
+        f"cannot parse filter at position {pos + 1}: {message}\n  {before}{shown}{after}\n"
+        f"  {caret}^"
     )
+
+
+class _Group:
+    """An open parenthesis (or the whole filter) while it is parsed: the AND chains already
+    joined by OR, the operands of the current AND chain (each with its depth), the NOTs
+    before the parenthesis and where it opened."""
+
+    __slots__ = ("ands", "nots", "ors", "pos")
+
+    def __init__(self, nots: int, pos: int) -> None:
+        self.ors: list[tuple[BooleanExpression, int]] = []
+        self.ands: list[tuple[BooleanExpression, int]] = []
+        self.nots, self.pos = nots, pos
+
+
+def _chain(op: type[And] | type[Or], items: list[tuple[BooleanExpression, int]]
+           ) -> tuple[BooleanExpression, int]:
+    """:func:`balanced` with each operand's depth carried along."""
+    return balanced(lambda a, b: (op(a[0], b[0]), 1 + max(a[1], b[1])), items)
 
 
 class _Parser:
@@ -165,35 +201,56 @@ class _Parser:
             raise self.fail(f"expected {p!r}")
 
     def parse(self) -> BooleanExpression:
+        """The grammar's ``expr``, without recursion: an explicit stack of open parentheses,
+        each chain of ANDs (ORs) built balanced, NOTs counted. Parentheses nested more than
+        MAX_DEPTH deep are refused at the first one too many; the depth of the expression
+        is counted as it is built and refused past MAX_DEPTH at the parenthesis that holds
+        the level too many (before NOT is pushed down through it)."""
         if self.tok.kind == "end":
             raise self.fail("expected a predicate")
-        expr = self.or_expr()
-        if self.tok.kind != "end":
-            raise self.fail("expected AND, OR or the end")
-        return expr
+        groups = [_Group(0, 0)]
+        while True:
+            nots = 0
+            while self.kw("NOT"):
+                nots += 1
+            if self.tok.kind == "punct" and self.tok.value == "(":
+                if len(groups) > MAX_DEPTH:  # this parenthesis opens one level too many
+                    raise too_deep(f" at position {self.tok.pos + 1}")
+                groups.append(_Group(nots, self.tok.pos))
+                self.i += 1
+                continue
+            item = (self.primary(), 0)
+            if nots % 2:
+                item = (item[0].negate(), 0)
+            while True:  # after an operand: AND, OR, ')' or the end
+                group = groups[-1]
+                group.ands.append(item)
+                if self.kw("AND"):
+                    break
+                if self.kw("OR"):
+                    group.ors.append(_chain(And, group.ands))
+                    group.ands = []
+                    break
+                if len(groups) == 1:
+                    if self.tok.kind != "end":
+                        raise self.fail("expected AND, OR or the end")
+                    return self.close(group, None)[0]
+                self.expect_punct(")")
+                groups.pop()
+                expr, levels = self.close(group, group.pos)
+                item = (expr.negate() if group.nots % 2 else expr, levels)
 
-    def or_expr(self) -> BooleanExpression:
-        expr = self.and_expr()
-        while self.kw("OR"):
-            expr = Or(expr, self.and_expr())
-        return expr
-
-    def and_expr(self) -> BooleanExpression:
-        expr = self.not_expr()
-        while self.kw("AND"):
-            expr = And(expr, self.not_expr())
-        return expr
-
-    def not_expr(self) -> BooleanExpression:
-        if self.kw("NOT"):
-            return Not(self.not_expr())
-        return self.primary()
+    def close(self, group: _Group, pos: int | None) -> tuple[BooleanExpression, int]:
+        """A group's expression and its depth: the whole filter (``pos`` None) or the part in
+        the parentheses opened at ``pos``."""
+        group.ors.append(_chain(And, group.ands))
+        expr, levels = _chain(Or, group.ors)
+        if levels > MAX_DEPTH:
+            raise too_deep("" if pos is None else f" at position {pos + 1}")
+        return expr, levels
 
     def primary(self) -> BooleanExpression:
-        if self.punct("("):
-            expr = self.or_expr()
-            self.expect_punct(")")
-            return expr
+        """An operand that is not in parentheses: TRUE, FALSE or a predicate."""
         tok = self.tok
         if tok.kind == "kw" and tok.value in ("TRUE", "FALSE"):
             nxt = self.tokens[self.i + 1]

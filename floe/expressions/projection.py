@@ -38,6 +38,7 @@ from floe.expressions.base import (
     StartsWith,
     UnaryPredicate,
     bind,
+    map_leaves,
 )
 from floe.expressions.literals import Literal
 from floe.expressions.visitors import compile_explained, evaluator, row_predicate, show_value
@@ -101,7 +102,7 @@ def _rename(pred: Predicate, name: str) -> BooleanExpression:
     if isinstance(pred, UnaryPredicate):
         return type(pred)(ref)
     if isinstance(pred, SetPredicate):
-        return type(pred)(ref, pred.literals)
+        return type(pred)(ref, pred.ordered)
     assert isinstance(pred, LiteralPredicate)
     return type(pred)(ref, pred.literal)
 
@@ -114,6 +115,11 @@ def _lits(values: Iterable[Any], rt: PrimitiveType) -> list[Literal]:
     return [Literal(v, rt) for v in values]
 
 
+def _mapped(f: Callable[[Any], Any], pred: SetPredicate) -> Iterable[Any]:
+    """The transformed values of an IN list, in its order, each once."""
+    return dict.fromkeys(f(lit.value) for lit in pred.ordered)
+
+
 def _bucket(pred: Predicate, name: str, f: Callable[[Any], Any], rt: PrimitiveType,
             strict: bool) -> Projected:
     ref = Reference(name)
@@ -121,12 +127,12 @@ def _bucket(pred: Predicate, name: str, f: Callable[[Any], Any], rt: PrimitiveTy
         if isinstance(pred, EqualTo):
             return EqualTo(ref, Literal(f(pred.literal.value), rt))
         if isinstance(pred, In):
-            return In(ref, _lits({f(v) for v in pred.values}, rt))
+            return In(ref, _lits(_mapped(f, pred), rt))
         return None
     if isinstance(pred, NotEqualTo):
         return NotEqualTo(ref, Literal(f(pred.literal.value), rt))
     if isinstance(pred, NotIn):
-        return NotIn(ref, _lits({f(v) for v in pred.values}, rt))
+        return NotIn(ref, _lits(_mapped(f, pred), rt))
     return None
 
 
@@ -140,7 +146,7 @@ def _numeric(pred: Predicate, name: str, f: Callable[[Any], Any], rt: PrimitiveT
 
     if isinstance(pred, SetPredicate):
         if isinstance(pred, In) and not strict or isinstance(pred, NotIn) and strict:
-            return type(pred)(ref, _lits({f(v) for v in pred.values}, rt))
+            return type(pred)(ref, _lits(_mapped(f, pred), rt))
         return None
     if not isinstance(pred, LiteralPredicate):
         return None
@@ -176,7 +182,7 @@ def _truncate_array(pred: Predicate, name: str, f: Callable[[Any], Any], rt: Pri
     ref = Reference(name)
     if isinstance(pred, SetPredicate):
         if isinstance(pred, In) and not strict or isinstance(pred, NotIn) and strict:
-            return type(pred)(ref, _lits({f(v) for v in pred.values}, rt))
+            return type(pred)(ref, _lits(_mapped(f, pred), rt))
         return None
     if not isinstance(pred, LiteralPredicate):
         return None
@@ -208,10 +214,14 @@ def _truncate_array(pred: Predicate, name: str, f: Callable[[Any], Any], rt: Pri
     return None
 
 
-def _with_neighbours(pred: SetPredicate) -> frozenset[Literal]:
-    lits = set(pred.literals)
-    lits.update(Literal(lit.value + 1, lit.type) for lit in pred.literals if lit.value < 0)
-    return frozenset(lits)
+def _with_neighbours(pred: SetPredicate) -> list[Literal]:
+    """The IN list with each negative value followed by the next (in the list's order)."""
+    out: list[Literal] = []
+    for lit in pred.ordered:
+        out.append(lit)
+        if lit.value < 0:
+            out.append(Literal(lit.value + 1, lit.type))
+    return out
 
 
 def _fix_inclusive(p: Projected) -> Projected:
@@ -260,11 +270,10 @@ class _Projection:
     def __call__(self, expr: BooleanExpression) -> BooleanExpression:
         return self.visit(bind(self.schema, expr, self.case_sensitive))
 
-    def visit(self, e: BooleanExpression) -> BooleanExpression:
-        if isinstance(e, And):
-            return And(self.visit(e.left), self.visit(e.right))
-        if isinstance(e, Or):
-            return Or(self.visit(e.left), self.visit(e.right))
+    def visit(self, bound: BooleanExpression) -> BooleanExpression:
+        return map_leaves(bound, self.leaf)
+
+    def leaf(self, e: BooleanExpression) -> BooleanExpression:
         if isinstance(e, Predicate):
             result: BooleanExpression = AlwaysFalse() if self.strict else AlwaysTrue()
             for pf in self.by_source.get(e.ref.field_id, ()):
