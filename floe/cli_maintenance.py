@@ -100,6 +100,8 @@ def cmd_expire(args: argparse.Namespace) -> None:
         lines += _paths("would delete" if r.dry_run else "deleted", r.files())
         lines += [f"failed to delete {p}: {e}" for p, e in r.failed]
         lines += [f"warning: {w}" for w in r.warnings]
+        if r.note:
+            lines.append(r.note)
         return lines
 
     _run(args, run, summary)
@@ -123,6 +125,8 @@ def cmd_remove_orphans(args: argparse.Namespace) -> None:
         if r.ignored_prefix_mismatches:
             lines += _paths("ignored (prefix mismatch)", r.ignored_prefix_mismatches)
         lines += [f"failed to delete {p}: {e}" for p, e in r.failed]
+        if r.note:
+            lines.append(r.note)
         return lines
 
     _run(args, run, summary, needs_snapshot=False)

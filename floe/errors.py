@@ -11,6 +11,16 @@ class ValidationError(FloeError, ValueError):
     """Input that does not follow the Iceberg spec (bad type string, bad field id, ...)."""
 
 
+class InvalidArgument(ValidationError):
+    """A bad argument of a floe operation: ``argument`` names the keyword it was given as, so
+    a caller can show the message next to the input it came from. The checks an operation
+    makes before any heavy work raise it (``check_*`` functions a caller may run first)."""
+
+    def __init__(self, argument: str, message: str) -> None:
+        super().__init__(message)
+        self.argument = argument
+
+
 class FilterTooDeep(ValidationError):
     """A filter nests more levels than floe walks (floe.expressions.MAX_DEPTH): refused whole,
     with the same message wherever it is typed."""

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from floe.errors import FloeError
 
-__all__ = ["Progress", "ProgressCallback", "Cancelled", "report", "no_progress"]
+__all__ = ["Progress", "ProgressCallback", "Cancelled", "report", "no_progress", "utc_text"]
 
 
 class Cancelled(FloeError):
@@ -56,3 +57,8 @@ def report(on_progress: ProgressCallback | None, stage: str, done: int = 0,
     callback propagates to the operation."""
     if on_progress is not None:
         on_progress(Progress(stage, done, total, detail))
+
+
+def utc_text(ms: int) -> str:
+    """A timestamp in ms for the sentences operations explain themselves with."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -25,14 +25,14 @@ The rules, as Java applies them:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow.compute as pc
 
 from floe import conversions
-from floe.errors import ValidationError
+from floe.errors import InvalidArgument, ValidationError
 from floe.inspect import partition_json
 from floe.io import FileIO
 from floe.io.delete_writer import POSITION_DELETE_SCHEMA
@@ -48,6 +48,7 @@ from floe.properties import (
 )
 from floe.scan.delete_index import FILE_PATH_FIELD_ID, DeleteFile
 from floe.scan.manifests import DEFAULT_CACHE, read_live_entries
+from floe.scan.filters import ScanFilter
 from floe.scan.planning import FileScanTask, plan_files
 from floe.snapshots import MAIN_BRANCH, Snapshot
 from floe.sorting import SortOrder, parse_sort_by
@@ -65,6 +66,7 @@ __all__ = [
     "JOB_ORDER_KEYS",
     "CompactionPlan",
     "FileGroup",
+    "check_compaction",
     "RewriteOptions",
     "parse_options",
     "plan_compaction",
@@ -129,6 +131,7 @@ _PARTIAL_PROGRESS_MAX_COMMITS_DEFAULT = 10
 _MAX_CONCURRENT_FILE_GROUP_REWRITES_DEFAULT = 5
 _SPLIT_OVERHEAD = 5 * 1024
 _STRING = StringType()
+T = TypeVar("T")
 
 
 # -- options -------------------------------------------------------------------------------------
@@ -639,9 +642,43 @@ def _sort_order(md: TableMetadata, strategy: str, sort_order: SortOrder | str | 
 def _strategy(strategy: str) -> str:
     s = strategy.strip().lower()
     if s not in STRATEGIES:
-        raise ValidationError(
-            f"unsupported strategy: {strategy!r}; only binpack or sort is supported")
+        raise InvalidArgument(
+            "strategy", f"unsupported strategy: {strategy!r}; only binpack or sort is supported")
     return s
+
+
+def _as_argument(name: str, check: Callable[[], T]) -> T:
+    try:
+        return check()
+    except InvalidArgument:
+        raise
+    except ValidationError as e:
+        raise InvalidArgument(name, str(e)) from None
+
+
+def check_compaction(
+    md: TableMetadata,
+    *,
+    filter: Any = None,  # noqa: A002 - Java's and the CLI's name
+    strategy: str = BINPACK,
+    sort_order: SortOrder | str | None = None,
+    options: Mapping[str, str] | None = None,
+    branch: str = MAIN_BRANCH,
+    case_sensitive: bool = True,
+) -> tuple[str, RewriteOptions, SortOrder | None]:
+    """The checks :func:`plan_compaction` makes before reading any manifest (a caller may run
+    them first, e.g. before queueing a task): the strategy, the options, the sort order, a
+    branch that can take a commit, a filter that binds. Returns (strategy, options, order);
+    InvalidArgument naming the argument."""
+    strat = _strategy(strategy)
+    opts = _as_argument("options", lambda: parse_options(md, options, strategy=strat))
+    order = _as_argument("sort_order", lambda: _sort_order(md, strat, sort_order,
+                                                           case_sensitive))
+    _as_argument("branch", lambda: branch_head(md, branch))
+    if filter is not None and filter != "":
+        # a branch is read with the current schema (floe.scan.select_snapshot)
+        _as_argument("filter", lambda: ScanFilter(md, md.schema(), filter, case_sensitive))
+    return strat, opts, order
 
 
 def _metadata(source: Table | TableMetadata, io: FileIO | None
@@ -671,9 +708,9 @@ def plan_compaction(
     unknown column and bad values raise ValidationError.
     """
     md, io = _metadata(source, io)
-    strat = _strategy(strategy)
-    opts = parse_options(md, options, strategy=strat)
-    order = _sort_order(md, strat, sort_order, case_sensitive)
+    strat, opts, order = check_compaction(md, filter=filter, strategy=strategy,
+                                          sort_order=sort_order, options=options,
+                                          branch=branch, case_sensitive=case_sensitive)
     head = branch_head(md, branch)
     ref = branch if branch in md.refs else None
     scan = plan_files(io, md, ref=ref, row_filter=filter, case_sensitive=case_sensitive)
@@ -718,7 +755,34 @@ def plan_compaction(
     return CompactionPlan(
         md, md.location, branch, strat, order, row_filter, opts, head.snapshot_id,
         head.sequence_number, tuple(groups), sum(len(p) for p in planned.values()),
-        case_sensitive, note="" if groups else "no file group needs rewriting")
+        case_sensitive, note="" if groups else _why_no_group(opts, by_partition, row_filter,
+                                                             branch))
+
+
+def _why_no_group(opts: RewriteOptions, by_partition: Mapping[Any, Sequence[FileScanTask]],
+                  row_filter: str | None, branch: str) -> str:
+    """Why the planner formed no group, in the terms of the options that decided it."""
+    files = sum(len(tasks) for tasks in by_partition.values())
+    if not files:
+        if row_filter is not None:
+            return f"nothing to compact: the filter {row_filter} matches no data file"
+        return f"nothing to compact: branch {branch} has no data files"
+    selector = _Selector(opts)
+    chosen = [sum(1 for t in tasks if selector.select_file(t))
+              for tasks in by_partition.values()]
+    if not any(chosen):
+        return (f"nothing to compact: every one of the {files} data file(s) is already "
+                f"between {MIN_FILE_SIZE_BYTES} ({opts.min_file_size_bytes} bytes) and "
+                f"{MAX_FILE_SIZE_BYTES} ({opts.max_file_size_bytes} bytes) with too few "
+                f"deletes to rewrite ({REWRITE_ALL}=true rewrites them anyway)")
+    if all(len(tasks) == 1 for tasks in by_partition.values()):
+        where = "the table has one data file" if len(by_partition) == 1 else \
+            f"every partition has one data file ({len(by_partition)} partitions)"
+        return f"nothing to compact: {where}; nothing to combine"
+    return (f"nothing to compact: no partition has enough files to combine (at most "
+            f"{max(chosen)} to rewrite in one partition; a group needs {MIN_INPUT_FILES} "
+            f"({opts.min_input_files}) files, or more than one file and more than "
+            f"{TARGET_FILE_SIZE_BYTES} ({opts.target_file_size_bytes} bytes))")
 
 
 def _dangling_after(io: FileIO, md: TableMetadata, tasks: Sequence[FileScanTask],

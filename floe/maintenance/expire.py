@@ -53,9 +53,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from floe.errors import CommitStateUnknown, FloeError, MetadataError, NotFound, ValidationError
+from floe.errors import (
+    CommitStateUnknown,
+    FloeError,
+    InvalidArgument,
+    MetadataError,
+    NotFound,
+    ValidationError,
+)
 from floe.io import FileIO
-from floe.maintenance import ProgressCallback, report
+from floe.maintenance import ProgressCallback, report, utc_text
 from floe.maintenance.reachable import (
     ManifestLists,
     ManifestScanner,
@@ -94,7 +101,8 @@ if TYPE_CHECKING:
     from floe.table.table import Table
     from floe.types import StructType
 
-__all__ = ["ExpireResult", "ExpirationPlan", "expire_snapshots", "plan_expiration"]
+__all__ = ["ExpireResult", "ExpirationPlan", "check_expiration", "expire_snapshots",
+           "plan_expiration"]
 
 log = logging.getLogger(__name__)
 
@@ -191,9 +199,9 @@ def plan_expiration(
     for sid in sorted(explicit):
         if sid in held:
             names = ", ".join(repr(n) for n in sorted(held[sid]))
-            raise ValidationError(
-                f"cannot expire snapshot {sid} of table {base.location}: it is still "
-                f"referenced by {names}")
+            raise InvalidArgument(
+                "snapshot_ids", f"cannot expire snapshot {sid} of table {base.location}: it "
+                                f"is still referenced by {names}")
 
     retain: set[int] = set(held)
     referenced: set[int] = set()
@@ -263,6 +271,15 @@ class ExpireResult:
     deleted_files: int = 0
     failed: tuple[tuple[str, str], ...] = ()
     warnings: tuple[str, ...] = ()
+    #: Why nothing (or no file) expires, in a sentence; "" when there is work.
+    note: str = ""
+
+    @property
+    def nothing_to_do(self) -> bool:
+        """No snapshot, ref, schema, spec or file to remove: a real run would change
+        nothing."""
+        return not (self.expired_snapshot_ids or self.removed_refs or self.removed_schema_ids
+                    or self.removed_spec_ids or self.files())
 
     def files(self) -> tuple[str, ...]:
         """Every file to delete, in deletion order."""
@@ -290,6 +307,7 @@ class ExpireResult:
             "deleted_files": self.deleted_files,
             "failed": [{"path": p, "error": e} for p, e in self.failed],
             "warnings": list(self.warnings),
+            "note": self.note,
         }
 
 
@@ -492,20 +510,27 @@ class _ExpireOperation(PendingOperation):
         return self.plan.updates(base)
 
 
-def _check(md: TableMetadata, now_ms: int, older_than_ms: int | None,
-           retain_last: int | None, table: Any) -> None:
+def check_expiration(md: TableMetadata, *, table: Any, now_ms: int,
+                     older_than_ms: int | None = None, retain_last: int | None = None,
+                     snapshot_ids: Iterable[int] = ()) -> None:
+    """The checks :func:`expire_snapshots` makes before any work, on metadata alone (a
+    caller may run them first, e.g. before queueing a task): gc.enabled, ``older_than_ms``
+    not in the future, ``retain_last`` at least 1, and no snapshot of ``snapshot_ids`` held
+    by a ref that stays. ValidationError, or InvalidArgument naming the argument."""
     if not bool_property(md, GC_ENABLED, GC_ENABLED_DEFAULT):
         raise ValidationError(
             f"cannot expire snapshots of table {table}: gc.enabled is false (deleting files "
             f"may corrupt other tables that share them)")
     if older_than_ms is not None and older_than_ms > now_ms:
-        raise ValidationError(
-            f"cannot expire snapshots of table {table}: older_than {older_than_ms} is in the "
-            f"future (now is {now_ms})")
+        raise InvalidArgument(
+            "older_than_ms", f"cannot expire snapshots of table {table}: older_than "
+                             f"{older_than_ms} is in the future (now is {now_ms})")
     if retain_last is not None and retain_last < 1:
-        raise ValidationError(
-            f"cannot expire snapshots of table {table}: retain_last must be at least 1, "
-            f"got {retain_last}")
+        raise InvalidArgument(
+            "retain_last", f"cannot expire snapshots of table {table}: retain_last must be "
+                           f"at least 1, got {retain_last}")
+    plan_expiration(md, now_ms=now_ms, older_than_ms=older_than_ms, retain_last=retain_last,
+                    snapshot_ids=snapshot_ids)
 
 
 def expire_snapshots(
@@ -535,7 +560,8 @@ def expire_snapshots(
     snapshot_ids = tuple(snapshot_ids)
     table.refresh(force=True)
     md = table.metadata
-    _check(md, now_ms, older_than_ms, retain_last, table.identifier)
+    check_expiration(md, table=table.identifier, now_ms=now_ms, older_than_ms=older_than_ms,
+                     retain_last=retain_last, snapshot_ids=snapshot_ids)
     io = table.io
     lists = ManifestLists(io)
     options: dict[str, Any] = dict(
@@ -548,6 +574,8 @@ def expire_snapshots(
     files = _plan_files(io, lists, md, plan, previous, on_progress) if clean_expired_files \
         else _FilePlan()
     result = _result(dry_run, plan, previous, files)
+    result = _replace(result, note=_note(md, result, now_ms=now_ms,
+                                         older_than_ms=older_than_ms, retain_last=retain_last))
     if dry_run:
         return result
     report(on_progress, "committing")
@@ -568,7 +596,7 @@ def expire_snapshots(
             plan = op.plan
             files = _plan_files(io, lists, op.base, plan, previous, on_progress) \
                 if clean_expired_files else _FilePlan()
-            result = _result(False, plan, previous, files)
+            result = _replace(_result(False, plan, previous, files), note=result.note)
     result = _replace(result, committed=plan.changes_metadata,
                       metadata_location=metadata_location)
     return _delete(io, result, on_progress)
@@ -613,6 +641,38 @@ def _without(md: TableMetadata, gone: set[int]) -> TableMetadata:
         statistics=tuple(s for s in md.statistics if s.snapshot_id not in gone),
         partition_statistics=tuple(s for s in md.partition_statistics
                                    if s.snapshot_id not in gone))
+
+
+
+def _note(md: TableMetadata, result: ExpireResult, *, now_ms: int, older_than_ms: int | None,
+          retain_last: int | None) -> str:
+    """Why an expiration removes nothing (or no file), from the planner's inputs: the cutoff,
+    and what keeps the snapshots older than it."""
+    if result.nothing_to_do:
+        if not md.snapshots:
+            return "nothing to expire: the table has no snapshots"
+        if older_than_ms is None:
+            age = int_property(md, MAX_SNAPSHOT_AGE_MS, MAX_SNAPSHOT_AGE_MS_DEFAULT)
+            cutoff = now_ms - age
+            source = f"now minus {MAX_SNAPSHOT_AGE_MS} ({age} ms)"
+        else:
+            cutoff, source = older_than_ms, "older_than"
+        older = [s for s in md.snapshots if s.timestamp_ms < cutoff]
+        if not older:
+            return (f"nothing to expire: every one of the {len(md.snapshots)} snapshot(s) is "
+                    f"newer than the cutoff {utc_text(cutoff)} ({source})")
+        keep = retain_last if retain_last is not None else int_property(
+            md, MIN_SNAPSHOTS_TO_KEEP, MIN_SNAPSHOTS_TO_KEEP_DEFAULT)
+        heads = sum(1 for s in older if any(r.snapshot_id == s.snapshot_id
+                                            for r in md.refs.values()))
+        return (f"nothing to expire: the {len(older)} snapshot(s) older than the cutoff "
+                f"{utc_text(cutoff)} ({source}) are kept: {heads} as the head of a branch or tag, "
+                f"{len(older) - heads} as one of the last {keep} snapshot(s) of a branch "
+                "(retain_last) or by a ref's own retention settings")
+    if result.expired_snapshot_ids and not result.files():
+        return ("no file to delete: the snapshots that stay still use every file of the "
+                "expired ones")
+    return ""
 
 
 def _replace(result: ExpireResult, **changes: Any) -> ExpireResult:

@@ -40,9 +40,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from floe.errors import FloeError, ValidationError
+from floe.errors import FloeError, InvalidArgument, ValidationError
 from floe.io import local_path
-from floe.maintenance import ProgressCallback, report
+from floe.maintenance import ProgressCallback, report, utc_text
 from floe.maintenance.reachable import (
     ManifestLists,
     delete_file,
@@ -55,7 +55,8 @@ if TYPE_CHECKING:
     from floe.metadata import TableMetadata
     from floe.table.table import Table
 
-__all__ = ["OrphanResult", "PREFIX_MISMATCH_MODES", "remove_orphan_files"]
+__all__ = ["OrphanResult", "PREFIX_MISMATCH_MODES", "check_orphan_removal",
+           "remove_orphan_files"]
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,8 @@ class OrphanResult:
     ignored_prefix_mismatches: tuple[str, ...] = ()
     deleted_files: int = 0
     failed: tuple[tuple[str, str], ...] = ()
+    #: Why there is no orphan, in a sentence; "" when there are some.
+    note: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -97,7 +100,9 @@ class OrphanResult:
             "ignored_prefix_mismatches": list(self.ignored_prefix_mismatches),
             "deleted_files": self.deleted_files,
             "failed": [{"path": p, "error": e} for p, e in self.failed],
+            "note": self.note,
         }
+
 
 
 # -- comparing locations --------------------------------------------------------------------
@@ -288,25 +293,39 @@ def _list(location: str, root: str, cutoff_ms: int, prefixes: tuple[str, ...],
 # -- the operation --------------------------------------------------------------------------------
 
 
-def _check(md: TableMetadata, table: Any, now_ms: int, older_than_ms: int, force: bool,
-           mode: str) -> None:
+def check_orphan_removal(md: TableMetadata, *, table: Any, now_ms: int,
+                         older_than_ms: int | None = None, force: bool = False,
+                         prefix_mismatch_mode: str = "error", location: str | None = None
+                         ) -> tuple[int, str, str, str]:
+    """The checks :func:`remove_orphan_files` makes before listing anything (a caller may run
+    them first, e.g. before queueing a task): gc.enabled, the mode, a cutoff neither in the
+    future nor (without ``force``) under 24 hours ago, a location inside the table's.
+    Returns (cutoff, mode, location as given, its local directory); ValidationError, or
+    InvalidArgument naming the argument."""
     if not bool_property(md, GC_ENABLED, GC_ENABLED_DEFAULT):
         raise ValidationError(
             f"cannot remove orphan files of table {table}: gc.enabled is false (deleting files "
             f"may corrupt other tables that share them)")
+    mode = prefix_mismatch_mode.lower() if isinstance(prefix_mismatch_mode, str) \
+        else prefix_mismatch_mode
     if mode not in PREFIX_MISMATCH_MODES:
-        raise ValidationError(f"invalid prefix_mismatch_mode {mode!r}: expected one of "
+        raise InvalidArgument("prefix_mismatch_mode",
+                              f"invalid prefix_mismatch_mode {mode!r}: expected one of "
                               f"{', '.join(PREFIX_MISMATCH_MODES)}")
-    if older_than_ms > now_ms:
-        raise ValidationError(
-            f"cannot remove orphan files of table {table}: older_than {older_than_ms} is in "
-            f"the future (now is {now_ms})")
-    if now_ms - older_than_ms < MIN_OLDER_THAN_MS and not force:
-        raise ValidationError(
+    cutoff = now_ms - DEFAULT_OLDER_THAN_MS if older_than_ms is None else older_than_ms
+    if cutoff > now_ms:
+        raise InvalidArgument(
+            "older_than_ms", f"cannot remove orphan files of table {table}: older_than "
+                             f"{cutoff} is in the future (now is {now_ms})")
+    if now_ms - cutoff < MIN_OLDER_THAN_MS and not force:
+        raise InvalidArgument(
+            "older_than_ms",
             f"cannot remove orphan files of table {table} newer than 24 hours (older_than "
-            f"{older_than_ms} is {(now_ms - older_than_ms) / 3_600_000:.1f} h ago): a file "
-            f"written by a commit in progress is not referenced yet; pass force=True if no "
-            f"other writer can be running (`floe remove-orphans --force`)")
+            f"{cutoff} is {(now_ms - cutoff) / 3_600_000:.1f} h ago): a file written by a "
+            f"commit in progress is not referenced yet; pass force=True if no other writer "
+            f"can be running (`floe remove-orphans --force`)")
+    given, root = _root(md.location, location, table)
+    return cutoff, mode, given, root
 
 
 def _root(table_location: str, location: str | None, table: Any) -> tuple[str, str]:
@@ -341,22 +360,28 @@ def remove_orphan_files(
     raise :class:`floe.maintenance.Cancelled` between steps (what was deleted stays deleted;
     a re-run carries on)."""
     now_ms = int(time.time() * 1000)
-    mode = prefix_mismatch_mode.lower() if isinstance(prefix_mismatch_mode, str) \
-        else prefix_mismatch_mode
     table.refresh(force=True)
     md = table.metadata
-    cutoff = now_ms - DEFAULT_OLDER_THAN_MS if older_than_ms is None else older_than_ms
-    _check(md, table.identifier, now_ms, cutoff, force, mode)
-    given, root = _root(md.location, location, table.identifier)
+    cutoff, mode, given, root = check_orphan_removal(
+        md, table=table.identifier, now_ms=now_ms, older_than_ms=older_than_ms, force=force,
+        prefix_mismatch_mode=prefix_mismatch_mode, location=location)
     listing = _list(given, root, cutoff, _partition_prefixes(md), on_progress)
     result = OrphanResult(location=given, older_than_ms=cutoff, dry_run=dry_run,
                           listed_files=listing.listed, candidate_files=len(listing.candidates))
     if not listing.candidates:
-        return result
+        return _replace(result, note=(
+            f"no orphan files: none of the {listing.listed} file(s) under {given} was last "
+            f"modified before the cutoff {utc_text(cutoff)}"))
     orphans, ignored = _find_orphans(table, md, listing, mode, equal_schemes,
                                      equal_authorities, on_progress)
     result = _replace(result, orphan_files=tuple(p for p, _ in orphans),
                       ignored_prefix_mismatches=tuple(ignored))
+    if not orphans:
+        kept = f", {len(ignored)} kept for a prefix mismatch" if ignored else ""
+        result = _replace(result, note=(
+            f"no orphan files: the table's metadata references every one of the "
+            f"{len(listing.candidates)} file(s) under {given} older than the cutoff "
+            f"{utc_text(cutoff)}{kept}"))
     if dry_run:
         return result
     return _delete(table, result, orphans, root, on_progress)

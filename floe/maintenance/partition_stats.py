@@ -47,7 +47,8 @@ from floe.types import INT, LONG, NestedField, StructType
 if TYPE_CHECKING:
     from floe.table.table import Table
 
-__all__ = ["PartitionStatsRow", "PartitionStatsResult", "compute_partition_stats",
+__all__ = ["PartitionStatsRow", "PartitionStatsResult", "check_partition_stats",
+           "compute_partition_stats",
            "compute_stats", "read_partition_stats", "stats_schema", "unified_partition_type",
            "partition_stats_file_for", "write_partition_stats"]
 
@@ -426,6 +427,22 @@ def _stats_for(io: FileIO, md: TableMetadata, snapshot: Snapshot,
     return list(full.values()), None, warnings
 
 
+def check_partition_stats(md: TableMetadata, *, table: Any, snapshot_id: int | None = None
+                          ) -> Snapshot | None:
+    """The checks :func:`compute_partition_stats` makes before reading any manifest (a caller
+    may run them first, e.g. before queueing a task): a partitioned table, a snapshot that
+    exists. Returns the snapshot (None: the table has none yet)."""
+    if not any(not s.is_unpartitioned for s in md.partition_specs):
+        raise ValidationError(f"table {table} is not partitioned: partition statistics need a "
+                              "partitioned table")
+    if snapshot_id is None:
+        return md.current_snapshot()
+    snap = md.snapshot_by_id(snapshot_id)
+    if snap is None:
+        raise NotFound(f"snapshot {snapshot_id} does not exist in table {table}")
+    return snap
+
+
 def compute_partition_stats(table: Table, snapshot_id: int | None = None, *,
                             on_progress: ProgressCallback | None = None
                             ) -> PartitionStatsResult:
@@ -435,13 +452,8 @@ def compute_partition_stats(table: Table, snapshot_id: int | None = None, *,
 
     table.refresh()
     md = table.metadata
-    if not any(not s.is_unpartitioned for s in md.partition_specs):
-        raise ValidationError(f"table {table.identifier} is not partitioned: partition "
-                              "statistics need a partitioned table")
-    snap = md.current_snapshot() if snapshot_id is None else md.snapshot_by_id(snapshot_id)
+    snap = check_partition_stats(md, table=table.identifier, snapshot_id=snapshot_id)
     if snap is None:
-        if snapshot_id is not None:
-            raise NotFound(f"snapshot {snapshot_id} does not exist in table {table.identifier}")
         return PartitionStatsResult(None, None)
     existing = partition_stats_file_for(md, snap.snapshot_id)
     if existing is not None:

@@ -20,7 +20,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from floe.errors import CommitConflict, CommitStateUnknown, FloeError, ValidationError
+from floe.errors import (
+    CommitConflict,
+    CommitStateUnknown,
+    FloeError,
+    InvalidArgument,
+    ValidationError,
+)
 from floe.maintenance import ProgressCallback, report
 from floe.manifest import (
     ManifestContent,
@@ -43,9 +49,10 @@ from floe.table.snapshot_producer import (
 from floe.table.updates import AddSnapshot, TableUpdate
 
 if TYPE_CHECKING:
+    from floe.partitioning import PartitionSpec
     from floe.table.table import Table
 
-__all__ = ["rewrite_manifests", "RewriteManifestsResult"]
+__all__ = ["check_rewrite_manifests", "rewrite_manifests", "RewriteManifestsResult"]
 
 # Java SnapshotSummary keys of a manifest rewrite
 CREATED_MANIFESTS = "manifests-created"
@@ -165,6 +172,39 @@ class _RewriteManifests(PendingOperation):
                 pass
 
 
+def check_rewrite_manifests(
+    md: TableMetadata, *, table: Any, spec_id: int | None = None,
+    sort_by: Sequence[str] | None = None, target_size_bytes: int | None = None,
+    branch: str = MAIN_BRANCH,
+) -> tuple[Snapshot, PartitionSpec, list[int], int]:
+    """The checks :func:`rewrite_manifests` makes before reading any manifest (a caller may
+    run them first, e.g. before queueing a task). Returns (branch head, spec, the partition
+    field order to cluster by, target size); InvalidArgument naming the argument."""
+    head = md.snapshot_by_ref(branch)
+    if head is None or head.manifest_list is None:
+        raise InvalidArgument("branch", f"table {table} has no snapshot on {branch!r} to "
+                                        f"rewrite the manifests of")
+    spec = md.spec() if spec_id is None else md.spec_by_id(spec_id)
+    if spec is None:
+        raise InvalidArgument("spec_id", f"table {table} has no partition spec {spec_id}")
+    names = [f.name for f in spec.fields]
+    if sort_by:
+        unknown = [n for n in sort_by if n not in names]
+        if unknown:
+            raise InvalidArgument("sort_by", f"cannot cluster manifests by {unknown[0]!r}: "
+                                             f"spec {spec.spec_id} has the partition fields "
+                                             f"{names}")
+        order = [names.index(n) for n in sort_by]
+    else:
+        order = list(range(len(names)))
+    target = target_size_bytes or int_property(md, MANIFEST_TARGET_SIZE,
+                                               MANIFEST_TARGET_SIZE_DEFAULT)
+    if target <= 0:
+        raise InvalidArgument("target_size_bytes",
+                              f"the target manifest size must be positive, got {target}")
+    return head, spec, order, target
+
+
 def rewrite_manifests(
     table: Table,
     *,
@@ -179,26 +219,10 @@ def rewrite_manifests(
     branch head into clustered manifests of ``commit.manifest.target-size-bytes``; one
     ``replace`` commit. ``sort_by`` names partition fields to cluster by, in order."""
     md = table.metadata
-    head = md.snapshot_by_ref(branch)
-    if head is None or head.manifest_list is None:
-        raise ValidationError(f"table {table.identifier} has no snapshot on {branch!r} to "
-                              f"rewrite the manifests of")
-    spec = md.spec() if spec_id is None else md.spec_by_id(spec_id)
-    if spec is None:
-        raise ValidationError(f"table {table.identifier} has no partition spec {spec_id}")
-    names = [f.name for f in spec.fields]
-    if sort_by:
-        unknown = [n for n in sort_by if n not in names]
-        if unknown:
-            raise ValidationError(f"cannot cluster manifests by {unknown[0]!r}: spec "
-                                  f"{spec.spec_id} has the partition fields {names}")
-        order = [names.index(n) for n in sort_by]
-    else:
-        order = list(range(len(names)))
-    target = target_size_bytes or int_property(md, MANIFEST_TARGET_SIZE,
-                                               MANIFEST_TARGET_SIZE_DEFAULT)
-    if target <= 0:
-        raise ValidationError(f"the target manifest size must be positive, got {target}")
+    head, spec, order, target = check_rewrite_manifests(
+        md, table=table.identifier, spec_id=spec_id, sort_by=sort_by,
+        target_size_bytes=target_size_bytes, branch=branch)
+    assert head.manifest_list is not None
     report(on_progress, "reading the manifest list")
     manifests = read_manifest_list(table.io, head.manifest_list)
     snapshot_id = new_snapshot_id()

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
-from floe.errors import CommitConflict, FloeError, ValidationError
+from floe.errors import CommitConflict, FloeError, InvalidArgument, ValidationError
 from floe.expressions import (
     IN_PREDICATE_LIMIT,
     AlwaysFalse,
@@ -106,6 +106,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DeletePlan",
     "EQUALITY_SCOPES",
+    "check_delete",
     "plan_delete",
     "stage_delete",
     "stage_equality_delete",
@@ -285,6 +286,34 @@ def _require_filter(row_filter: Any) -> None:
         raise ValidationError("give a filter for the rows to delete ('true' deletes every row)")
 
 
+def check_delete(md: TableMetadata, row_filter: Any, *, mode: str | None = None,
+                 branch: str = MAIN_BRANCH) -> str:
+    """The checks :func:`plan_delete` makes before reading any manifest (a caller may run
+    them first, e.g. before queueing a task): a filter is given, the mode is known and the
+    table's format version can take it, the branch can take a commit. Returns the mode;
+    InvalidArgument naming the argument (an unknown column is found when the filter is
+    bound)."""
+    try:
+        _require_filter(row_filter)
+    except ValidationError as e:
+        raise InvalidArgument("row_filter", str(e)) from None
+    try:
+        chosen = _delete_mode(md, mode)
+    except ValidationError as e:
+        raise InvalidArgument("mode", str(e)) from None
+    if chosen == MERGE_ON_READ and md.format_version != 2:
+        why = ("format version 1 has no delete files" if md.format_version < 2 else
+               "floe does not write the deletion vectors format version 3 needs")
+        raise InvalidArgument(
+            "mode", f"cannot delete merge-on-read from table {md.location}: {why}; use "
+                    "copy-on-write")
+    try:
+        _plan_ref(md, branch)
+    except ValidationError as e:
+        raise InvalidArgument("branch", str(e)) from None
+    return chosen
+
+
 def plan_delete(io: FileIO, md: TableMetadata, row_filter: Any, *, mode: str | None = None,
                 branch: str = MAIN_BRANCH, case_sensitive: bool = True) -> DeletePlan:
     """Plan a delete of the rows matching ``row_filter`` on ``branch``; nothing is written.
@@ -293,13 +322,7 @@ def plan_delete(io: FileIO, md: TableMetadata, row_filter: Any, *, mode: str | N
     version 2 (v1 has no delete files; v3 would need deletion vectors, which floe does not
     write). An unknown column is a ValidationError from binding the filter.
     """
-    _require_filter(row_filter)
-    chosen = _delete_mode(md, mode)
-    if chosen == MERGE_ON_READ and md.format_version != 2:
-        why = ("format version 1 has no delete files" if md.format_version < 2 else
-               "floe does not write the deletion vectors format version 3 needs")
-        raise ValidationError(
-            f"cannot delete merge-on-read from table {md.location}: {why}; use copy-on-write")
+    chosen = check_delete(md, row_filter, mode=mode, branch=branch)
     head, _ = _plan_ref(md, branch)
     c = _classify(io, md, branch, row_filter, case_sensitive)
     dangling = _matching_delete_files(io, md, c.plan)

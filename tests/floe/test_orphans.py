@@ -333,7 +333,8 @@ def test_result_json(table: Table) -> None:
     assert doc["orphan_files"] == [orphan] and doc["dry_run"] is True
     assert set(doc) == {"location", "older_than_ms", "dry_run", "orphan_files", "listed_files",
                         "candidate_files", "ignored_prefix_mismatches", "deleted_files",
-                        "failed"}
+                        "failed", "note"}
+    assert doc["note"] == ""  # there is an orphan: nothing to explain
     assert time.time() * 1000 - doc["older_than_ms"] == pytest.approx(3 * DAY, abs=60_000)
 
 
