@@ -4,7 +4,7 @@ from django.urls import reverse
 from rest_framework import serializers
 
 from explorer.models import AuditEntry, CatalogGrant, TaskRun
-from explorer.selectors_audit import AUDIT_CSV_COLUMNS
+from explorer.selectors_audit import AUDIT_CSV_COLUMNS, entry_words
 
 
 class CatalogSerializer(serializers.Serializer):
@@ -76,6 +76,12 @@ class TaskRunCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
 
 
 class AuditEntrySerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    description = serializers.SerializerMethodField(
+        help_text="What the entry records, in words (explorer.selectors_audit.entry_words)")
+
+    def get_description(self, entry: AuditEntry) -> str:
+        return entry_words(entry)
+
     class Meta:
         model = AuditEntry
         fields = list(AUDIT_CSV_COLUMNS)
@@ -99,6 +105,10 @@ class AuditRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
     engine = serializers.CharField(allow_null=True)
     current_snapshot_id = serializers.IntegerField(allow_null=True)
     summary = serializers.DictField(child=serializers.CharField())
+    description = serializers.CharField(
+        help_text="What the version (or the Floe change that made none) did, in words")
+    previous_file = serializers.CharField(
+        allow_null=True, help_text="The version before this one in the metadata log")
 
 
 class GrantSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]

@@ -36,6 +36,7 @@ from explorer.selectors_audit import (
     audit_csv,
     audit_entries,
     audit_json,
+    audit_rows_described,
     grants_list,
     table_audit,
     task_runs,
@@ -173,7 +174,8 @@ class AuditViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):  # type: ign
 class TableAuditView(GenericAPIView):  # type: ignore[type-arg]
     """One table's versions, newest first, each attributed to a Floe user (with the action
     and its outcome) or to "external" (with the engine the snapshot summary names), plus
-    Floe's entries that made no version (failed, cancelled)."""
+    Floe's entries that made no version (failed, cancelled); ``description`` says what each
+    did in words."""
 
     serializer_class = serializers.AuditRowSerializer
 
@@ -182,9 +184,10 @@ class TableAuditView(GenericAPIView):  # type: ignore[type-arg]
         q = request.query_params
         rows = table_audit(table=t, actor=q.get("user") or None,
                            action=q.get("action") or None, source=q.get("source") or None)
-        page = self.paginate_queryset(rows)  # type: ignore[arg-type]
+        page = audit_rows_described(  # the page's versions only: each reads its metadata
+            table=t, rows=self.paginate_queryset(rows) or [])  # type: ignore[arg-type]
         return self.get_paginated_response(
-            self.get_serializer([r.to_json() for r in page or []], many=True).data)
+            self.get_serializer([r.to_json() for r in page], many=True).data)
 
 
 @extend_schema_view(destroy=extend_schema(parameters=[

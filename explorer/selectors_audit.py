@@ -11,14 +11,17 @@ import datetime as dt
 import io
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from django.db.models import QuerySet
 
 from explorer import permissions
+from explorer.cache import CACHE
 from explorer.models import AuditEntry, CatalogGrant, TaskRun
-from floe.errors import NotFound, ValidationError
+from floe.diff import metadata_changes
+from floe.errors import FloeError, NotFound, ValidationError
+from floe.metadata import TableMetadata, parse_metadata
 from floe.table import Table
 
 __all__ = [
@@ -27,16 +30,26 @@ __all__ = [
     "audit_csv",
     "audit_entries",
     "audit_json",
+    "audit_rows_described",
+    "entry_words",
     "grants_list",
+    "summary_engine",
     "table_audit",
     "task_run_get",
     "task_runs",
     "time_parse",
 ]
 
-#: Snapshot summary keys that name the engine that wrote a snapshot (Spark writes
-#: engine-name / engine-version / app-id; older writers spark.app.id).
-ENGINE_KEYS = ("engine-name", "engine-version", "app-id", "spark.app.id", "iceberg-version")
+#: Snapshot summary keys that name the engine that wrote a snapshot. Spark 3.5 with Iceberg
+#: 1.10 writes engine-name=spark, engine-version=3.5.8, iceberg-version="Apache Iceberg 1.10.2
+#: (commit …)", app-id and spark.app.id; Flink and Trino write engine-name / engine-version;
+#: floe's Spark data source writes floe.spark.write-id. PyIceberg (0.12) and floe's own
+#: commits write no engine key.
+ENGINE_KEYS = ("engine-name", "engine-version", "app-id", "spark.app.id", "iceberg-version",
+               "floe.spark.write-id")
+#: How engine-name values are written for people.
+ENGINE_NAMES = {"spark": "Spark", "flink": "Flink", "trino": "Trino", "presto": "Presto",
+                "hive": "Hive", "impala": "Impala", "dremio": "Dremio", "snowflake": "Snowflake"}
 #: Summary counts shown for each version of a table.
 SUMMARY_COUNTS = ("added-data-files", "deleted-data-files", "added-delete-files",
                   "removed-delete-files", "added-records", "deleted-records",
@@ -118,12 +131,15 @@ def audit_entries(*, user: Any, catalog: str | None = None, namespace: str | Non
 
 
 AUDIT_CSV_COLUMNS = (
-    "id", "created_at", "actor_name", "actor_via", "action", "catalog", "namespace", "table",
+    "id", "created_at", "actor_name", "actor_via", "action", "description", "catalog",
+    "namespace", "table",
     "outcome", "metadata_before", "metadata_after", "snapshot_before", "snapshot_after",
     "started_at", "finished_at", "duration_ms", "task_run_id", "error", "params", "result")
 
 
 def _value(entry: AuditEntry, column: str) -> Any:
+    if column == "description":
+        return entry_words(entry)
     value = getattr(entry, column)
     if isinstance(value, dt.datetime):
         return value.isoformat()
@@ -185,6 +201,11 @@ class AuditRow:
     engine: str | None = None
     current_snapshot_id: int | None = None
     summary: dict[str, str] = field(default_factory=dict)
+    #: What happened, in words (:func:`audit_rows_described` fills it for versions, from the
+    #: metadata before and after; a Floe entry that made no version has its entry's words).
+    description: str = ""
+    #: The version before this one in the metadata log (None: the first one the log keeps).
+    previous_file: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -195,9 +216,23 @@ def _operation(snap: Any) -> str | None:
     return None if op is None else str(getattr(op, "value", op))
 
 
-def _engine(summary: dict[str, str]) -> str | None:
-    parts = [f"{k}={summary[k]}" for k in ENGINE_KEYS if summary.get(k)]
-    return ", ".join(parts) or None
+def summary_engine(summary: dict[str, str]) -> str | None:
+    """The engine a snapshot summary names, for people: ``Spark 3.5.8 · Apache Iceberg 1.10.2
+    · app local-1795631505398``; None when it names none (PyIceberg, floe)."""
+    parts: list[str] = []
+    name = (summary.get("engine-name") or "").strip()
+    if name:
+        version = (summary.get("engine-version") or "").strip()
+        parts.append(f"{ENGINE_NAMES.get(name.lower(), name)} {version}".strip())
+    if summary.get("floe.spark.write-id"):
+        parts.append("Spark through floe's data source")
+    library = (summary.get("iceberg-version") or "").strip()
+    if library:
+        parts.append(library.split(" (commit", 1)[0])
+    app = summary.get("spark.app.id") or summary.get("app-id")
+    if app:
+        parts.append(f"app {app}")
+    return " · ".join(parts) or None
 
 
 def _ms(when: dt.datetime | None) -> int:
@@ -223,7 +258,8 @@ def table_audit(*, table: Table, actor: str | None = None, action: str | None = 
     attributed to a Floe user or to "external", merged with Floe's entries for the table that
     made no version; newest first. Reads only the current metadata file (versions are matched
     to snapshots by commit time: a version that adds a snapshot has the snapshot's timestamp
-    as its last-updated-ms, as Java and floe write them)."""
+    as its last-updated-ms, as Java and floe write them); :func:`audit_rows_described` then
+    says what each version of a page did."""
     md = table.metadata
     ns = ".".join(table.identifier.namespace)
     entries = list(AuditEntry.objects.filter(
@@ -237,7 +273,7 @@ def table_audit(*, table: Table, actor: str | None = None, action: str | None = 
     versions.append((table.metadata_location, md.last_updated_ms))
     rows: list[AuditRow] = []
     used: set[int] = set()
-    for location, ts in versions:
+    for i, (location, ts) in enumerate(versions):
         snap = added_at.get(ts)
         entry = by_after.get(location) or (
             next((e for e in entries if _made_by(e, snap)), None) if snap is not None else None)
@@ -248,15 +284,16 @@ def table_audit(*, table: Table, actor: str | None = None, action: str | None = 
             snapshot_id=snap.snapshot_id if snap is not None else None,
             operation=_operation(snap),
             current_snapshot_id=current_at.get(ts),
-            summary={k: summary[k] for k in SUMMARY_COUNTS if k in summary})
+            summary={k: summary[k] for k in SUMMARY_COUNTS if k in summary},
+            previous_file=versions[i - 1][0] if i else None)
         if entry is None:
-            rows.append(AuditRow(source="external", engine=_engine(summary), **common))
+            rows.append(AuditRow(source="external", engine=summary_engine(summary), **common))
             continue
         used.add(entry.pk)
         rows.append(AuditRow(source="floe", actor=entry.actor_name, actor_via=entry.actor_via,
                              action=entry.action, outcome=entry.outcome, error=entry.error,
                              entry_id=entry.pk, task_run_id=entry.task_run_id,
-                             engine=_engine(summary), **common))
+                             engine=summary_engine(summary), **common))
     for entry in entries:
         if entry.pk in used:
             continue
@@ -265,13 +302,156 @@ def table_audit(*, table: Table, actor: str | None = None, action: str | None = 
             metadata_file=entry.metadata_after or None, actor=entry.actor_name,
             actor_via=entry.actor_via, action=entry.action, outcome=entry.outcome,
             error=entry.error, entry_id=entry.pk, task_run_id=entry.task_run_id,
-            current_snapshot_id=entry.snapshot_after))
+            current_snapshot_id=entry.snapshot_after, description=entry_words(entry)))
     rows.sort(key=lambda r: (r.timestamp_ms, r.entry_id or 0), reverse=True)
     return [r for r in rows
             if (actor is None or r.actor == actor) and (action is None or r.action == action)
             and (source is None or r.source == source)
             and (since_ms is None or r.timestamp_ms >= since_ms)
             and (until_ms is None or r.timestamp_ms < until_ms)]
+
+
+def _metadata_at(table: Table, location: str) -> TableMetadata:
+    """A metadata file of the table, read through its confined io, parsed once per path
+    (metadata files never change)."""
+    if location == table.metadata_location:
+        return table.metadata
+    return CACHE.sized().metadata.get_or_load(  # type: ignore[no-any-return]
+        location, lambda: parse_metadata(table.io.read(location), location))
+
+
+def _version_words(table: Table, row: AuditRow) -> str:
+    """What the version ``row`` made did: its metadata compared with the one before it (the
+    previous entry of the log; for the oldest the log keeps, the file its own log names)."""
+    assert row.metadata_file is not None
+    try:
+        after = _metadata_at(table, row.metadata_file)
+        previous = row.previous_file
+        if previous is None and after.metadata_log:
+            previous = after.metadata_log[-1].metadata_file
+        if previous is None:
+            return "; ".join(metadata_changes(None, after))
+        try:
+            before = _metadata_at(table, previous)
+        except (FloeError, OSError) as exc:
+            return (f"cannot tell what changed: the version before it cannot be read ({exc})")
+        return "; ".join(metadata_changes(before, after))
+    except (FloeError, OSError) as exc:
+        return f"cannot tell what changed: {exc}"
+
+
+def audit_rows_described(*, table: Table, rows: Iterable[AuditRow]) -> list[AuditRow]:
+    """``rows`` with ``description`` filled for the versions among them (each read with the
+    version before it: call it for the rows a page shows, not for a whole long log)."""
+    return [replace(r, description=_version_words(table, r))
+            if r.metadata_file is not None and not r.description else r for r in rows]
+
+
+# --- an entry in words ----------------------------------------------------------------------------
+
+
+def _where(catalog: str) -> str:
+    return "every catalog" if catalog == CatalogGrant.EVERY_CATALOG else f"catalog {catalog}"
+
+
+def _count(value: Any) -> int | None:
+    """A count in a task result: a number, or a capped list ``{"count": n, …}``."""
+    if isinstance(value, dict):
+        value = value.get("count")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def _task_words(entry: AuditEntry) -> str:
+    """A succeeded task's change, from its parameters and result."""
+    p, r, kind = entry.params or {}, entry.result or {}, entry.action
+    K = TaskRun.Kind
+    name, sid = p.get("name"), p.get("snapshot_id")
+    before, after = entry.snapshot_before, entry.snapshot_after
+    ref_at = (r.get("refs") or {}).get(name) if name else None
+    since = f" from {before}" if before is not None else ""
+    if kind == K.ROLLBACK:
+        return f"rolled back main{since} to {after}"
+    if kind == K.SET_CURRENT:
+        return f"set main{since} to {after}"
+    if kind == K.CHERRY_PICK:
+        return f"cherry-picked {sid} onto main (now {after})"
+    if kind in (K.BRANCH_CREATE, K.TAG_CREATE):
+        what = "branch" if kind == K.BRANCH_CREATE else "tag"
+        return f"{what} {name} created on {ref_at if ref_at is not None else sid or after}"
+    if kind in (K.BRANCH_REPLACE, K.TAG_REPLACE):
+        what = "branch" if kind == K.BRANCH_REPLACE else "tag"
+        return f"{what} {name} moved to {sid}"
+    if kind == K.BRANCH_RENAME:
+        return f"branch {name} renamed to {p.get('new_name')}"
+    if kind in (K.BRANCH_REMOVE, K.TAG_REMOVE):
+        return f"{'branch' if kind == K.BRANCH_REMOVE else 'tag'} {name} removed"
+    if kind == K.BRANCH_FAST_FORWARD:
+        return f"fast-forwarded {name} to {p.get('to')}"
+    if kind == K.REF_RETENTION:
+        return f"retention of {name} changed"
+    if kind == K.EVOLVE:
+        changes = [f"{c.get('op')} {c.get('path') or c.get('term') or c.get('field') or ''}"
+                   .strip() for c in p.get("changes") or [] if isinstance(c, dict)]
+        return "evolved: " + ", ".join(changes)
+    if kind == K.DELETE_ROWS:
+        summary = r.get("summary") or {}
+        rows = summary.get("deleted-records") or summary.get("added-position-deletes")
+        return (f"deleted rows where {p.get('filter')}"
+                + (f" ({int(rows):,} rows)" if str(rows or "").isdigit() else ""))
+    if kind == K.COMPACT:
+        n, m = _count(r.get("rewritten_data_files_count")), _count(r.get("added_data_files_count"))
+        return (f"compacted {_plural(n, 'data file')} into {m:,}" if n is not None and m is not None
+                else "compacted data files")
+    if kind == K.REWRITE_MANIFESTS:
+        n, m = _count(r.get("rewritten_manifests")), _count(r.get("added_manifests"))
+        return (f"rewrote {_plural(n, 'manifest')} into {m:,}" if n is not None and m is not None
+                else "rewrote manifests")
+    if kind == K.EXPIRE:
+        n, files = _count(r.get("expired_snapshot_ids")), _count(r.get("deleted_files"))
+        return ", ".join(w for w in (
+            f"expired {_plural(n, 'snapshot')}" if n is not None else "expired snapshots",
+            f"deleted {_plural(files, 'file')}" if files is not None else "") if w)
+    if kind == K.ORPHANS:
+        files = _count(r.get("deleted_files"))
+        return (f"removed {_plural(files, 'orphan file')}" if files is not None
+                else "removed orphan files")
+    if kind == K.COMPUTE_PARTITION_STATS:
+        return f"partition statistics written for snapshot {r.get('snapshot_id') or after}"
+    return str(TaskRun.Kind(kind).label) if kind in TaskRun.Kind.values else kind
+
+
+_ACCESS_WORDS = {
+    "grant_add": "gave {user} the {role} role on {where}",
+    "grant_remove": "took the {role} role on {where} from {user}",
+    "user_create": "created user {user}",
+    "user_deactivate": "deactivated user {user}",
+    "user_activate": "reactivated user {user}",
+    "token_create": "created an API token for {user}",
+    "token_revoke": "revoked the API token of {user}",
+}
+
+
+def entry_words(entry: AuditEntry) -> str:
+    """What an audit entry records, in words: ``tag v1 created on 2571…``, ``rolled back main
+    from A to B``, ``compacted 144 data files into 36``, ``gave bob the maintainer role on
+    catalog local``; a run that did not succeed says what it was asked and how it ended."""
+    p = entry.params or {}
+    template = _ACCESS_WORDS.get(entry.action)
+    if template is not None:
+        return template.format(user=p.get("user", "?"), role=p.get("role", "?"),
+                               where=_where(entry.catalog))
+    if entry.outcome == AuditEntry.Outcome.SUCCEEDED:
+        return _task_words(entry)
+    label = (str(TaskRun.Kind(entry.action).label) if entry.action in TaskRun.Kind.values
+             else entry.action)
+    asked = ", ".join(f"{k} {v}" for k, v in sorted(p.items())
+                      if k not in ("catalog", "namespace", "table") and not isinstance(
+                          v, (dict, list)) and v not in (None, ""))
+    return f"{label}{f' ({asked})' if asked else ''}: {entry.outcome}"
 
 
 # --- grants ---------------------------------------------------------------------------------------

@@ -27,7 +27,13 @@ from explorer.auth import read_access_required
 from explorer.errors import TaskParamsInvalid
 from explorer.forms import ACTION_FORM_BY_KIND, ACTION_FORMS, form_values, task_params
 from explorer.models import TaskRun
-from explorer.selectors_audit import table_audit, task_run_get, task_runs, time_parse
+from explorer.selectors_audit import (
+    audit_rows_described,
+    table_audit,
+    task_run_get,
+    task_runs,
+    time_parse,
+)
 from floe.errors import NotFound, ValidationError
 from floe.schema import Schema
 
@@ -188,8 +194,9 @@ def task_confirm(request: HttpRequest, pk: int) -> HttpResponse:
 # --- a table's audit page -------------------------------------------------------------------------
 
 AUDIT_EXPORT_COLUMNS = ("timestamp_ms", "source", "actor", "actor_via", "action", "outcome",
-                        "metadata_file", "is_current", "snapshot_id", "operation", "engine",
-                        "current_snapshot_id", "task_run_id", "entry_id", "error", "summary")
+                        "description", "metadata_file", "is_current", "snapshot_id",
+                        "operation", "engine", "current_snapshot_id", "task_run_id", "entry_id",
+                        "error", "summary")
 
 
 def _ms(value: str, what: str) -> int | None:
@@ -214,6 +221,7 @@ def table_audit_page(request: HttpRequest, catalog: str, ns: str, table: str) ->
                        until_ms=_ms(filters["until"], "until"))
     fmt = q.get("format")
     if fmt in ("csv", "json"):
+        rows = audit_rows_described(table=t, rows=rows)
         name = f"floe-audit-{ns}.{table}.{fmt}"
         if fmt == "json":
             response = HttpResponse(json.dumps([r.to_json() for r in rows], default=str),
@@ -224,6 +232,7 @@ def table_audit_page(request: HttpRequest, catalog: str, ns: str, table: str) ->
         response["Content-Disposition"] = f'attachment; filename="{name}"'
         return response
     page = Paginator(rows, settings.FLOE_PAGE_SIZE).get_page(q.get("page"))
+    page.object_list = audit_rows_described(table=t, rows=page.object_list)
     return render(request, "explorer/table_audit.html", {
         **ctx, "page": page, "filters": filters, "actions": TaskRun.Kind.choices,
         "query": q.urlencode()})

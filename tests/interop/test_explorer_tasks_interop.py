@@ -19,7 +19,7 @@ import pytest
 
 from explorer import selectors, services
 from explorer.models import AuditEntry, CatalogGrant, TaskRun
-from explorer.selectors_audit import table_audit
+from explorer.selectors_audit import audit_rows_described, table_audit
 from explorer.tasks import run_task
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.table import Table
@@ -162,10 +162,17 @@ def test_a_spark_commit_is_attributed_to_external_in_the_table_audit(oracle: Any
     first = floe_table(oracle, name).snapshots()[0].snapshot_id
     done = run(maintainer, "rollback", name, snapshot_id=first)
     oracle.sql([f"INSERT INTO oracle.{NS}.{name} VALUES (77, 's0', 1)"])
-    audited = table_audit(table=selectors.table_load(catalog="local", namespace=NS, name=name))
+    table = selectors.table_load(catalog="local", namespace=NS, name=name)
+    audited = audit_rows_described(table=table, rows=table_audit(table=table))
     newest, rollback, *older = audited
     assert (newest.source, newest.operation, newest.actor) == ("external", "append", None)
-    assert newest.engine is not None and "spark" in newest.engine.lower()
+    # the engine as Spark 3.5 + Iceberg 1.10 name themselves in the summary, in words
+    assert newest.engine is not None and newest.engine.startswith("Spark 3.5.")
+    assert " · Apache Iceberg 1.10." in newest.engine and " · app local-" in newest.engine
+    assert newest.description == (
+        f"snapshot {newest.snapshot_id} on main: appended 1 row in 1 data file")
+    assert rollback.description.startswith("rolled back main from ")
+    assert rollback.description.endswith(f" to {first}")
     assert (rollback.source, rollback.actor, rollback.task_run_id) == ("floe", "mia", done.pk)
     assert AuditEntry.objects.get(task_run_id=done.pk).metadata_after == rollback.metadata_file
     assert all(r.source == "external" for r in older)
