@@ -9,6 +9,7 @@ from typing import Any
 from django import template
 from django.contrib.humanize.templatetags.humanize import intcomma
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from explorer.units import size_text
 
@@ -71,3 +72,15 @@ def in_table(path: Any, location: Any) -> str:
     text, root = str(path), _local(str(location)).rstrip("/") + "/"
     local = _local(text)
     return local[len(root):] if local.startswith(root) and len(local) > len(root) else text
+
+
+#: What a JSON document needs escaped inside a <script> element: "</script>" or "<!--" in a
+#: string of it (a partition value) would end the element or change how it is parsed.
+_SCRIPT_JSON_ESCAPES = {ord("<"): "\\u003C", ord(">"): "\\u003E", ord("&"): "\\u0026"}
+
+
+@register.filter
+def script_json(text: Any) -> str:
+    """A JSON document (text) to put inside ``<script type="application/json">``: the same
+    JSON, with ``<``, ``>`` and ``&`` written as ``\\u`` escapes (as Django's json_script)."""
+    return mark_safe(str(text).translate(_SCRIPT_JSON_ESCAPES))

@@ -1,7 +1,8 @@
 // Live task progress: every element with data-task-id whose data-state is QUEUED or RUNNING
 // polls its run in the JSON API (data-api) until it finishes, updating its state badge,
 // progress bar, percent and stage. An element with data-reload-on-finish reloads the page
-// when its run finishes (to show the result and the next steps).
+// when its run finishes (to show the result and the next steps). The run is parsed by
+// floe.parseJSON (floe.js): its snapshot ids stay exact strings.
 (function () {
   "use strict";
   var ACTIVE = { QUEUED: true, RUNNING: true };
@@ -32,7 +33,7 @@
 
   function poll(el) {
     fetch(el.dataset.api, { headers: { Accept: "application/json" }, credentials: "same-origin" })
-      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (r) { return r.ok ? r.text().then(window.floe.parseJSON) : null; })
       .then(function (run) {
         if (run) show(el, run);
         if (run && !ACTIVE[run.state]) {
@@ -44,7 +45,11 @@
       .catch(function () { setTimeout(function () { poll(el); }, INTERVAL * 4); });
   }
 
-  document.querySelectorAll("[data-task-id]").forEach(function (el) {
-    if (ACTIVE[el.dataset.state]) poll(el);
-  });
+  function start() {  // after DOMContentLoaded: floe.js (deferred) has run
+    document.querySelectorAll("[data-task-id]").forEach(function (el) {
+      if (ACTIVE[el.dataset.state]) poll(el);
+    });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
 })();

@@ -1,7 +1,10 @@
 /* Snapshot timeline and totals charts, from the JSON the overview page embeds (snapshot
    summaries only). WebGL scatter traces so 10k snapshots stay interactive. A click on a
    point opens its snapshot page (each point's customdata is its snapshot id); with "pick two
-   snapshots to compare" on, clicks pick the two ends of a diff instead (older → newer). */
+   snapshots to compare" on, clicks pick the two ends of a diff instead (older → newer).
+   Snapshot ids stay strings (the page sends them so: a JavaScript number rounds ids above
+   2^53); names from the table (refs, operations) go through text() before plotly draws them,
+   since plotly reads <b>, <a href> and the like in any text as markup. */
 (function () {
   "use strict";
   var el = document.getElementById("timeline");
@@ -9,6 +12,11 @@
   if (!el || !dataEl || typeof Plotly === "undefined") return;
   var data = JSON.parse(dataEl.textContent);
   var c = data.columns;
+  // Text for plotly: its entities (&lt; &gt; &amp;) are shown as the characters.
+  function text(s) {
+    return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  }
+  var lanes = data.lanes.map(text);
   var urlTemplate = el.getAttribute("data-snapshot-url");
   var colours = { append: "#2563eb", overwrite: "#d97706", "delete": "#dc2626", replace: "#7c3aed", unknown: "#6b7280" };
   var summaryKeys = ["added_records", "deleted_records", "added_data_files", "deleted_data_files",
@@ -21,7 +29,7 @@
   }
   function hover(i) {
     var lines = ["<b>" + c.snapshot_id[i] + "</b>" + (i === data.current ? " (current)" : ""),
-                 c.operation[i] + " · " + new Date(c.timestamp_ms[i]).toISOString()];
+                 text(c.operation[i]) + " · " + new Date(c.timestamp_ms[i]).toISOString()];
     summaryKeys.forEach(function (k) { if (c[k][i] !== null) lines.push(k.replace(/_/g, "-") + ": " + c[k][i]); });
     return lines.join("<br>");
   }
@@ -29,7 +37,7 @@
     return {
       type: "scattergl", mode: "markers", name: name,
       x: idx.map(function (i) { return new Date(c.timestamp_ms[i]); }),
-      y: idx.map(function (i) { return data.lanes[c.lane[i]]; }),
+      y: idx.map(function (i) { return lanes[c.lane[i]]; }),
       customdata: idx.map(function (i) { return c.snapshot_id[i]; }),
       text: idx.map(hover), hoverinfo: "text", marker: marker(idx)
     };
@@ -37,7 +45,7 @@
   var byOp = {};
   for (var i = 0; i < data.count; i++) (byOp[c.operation[i]] = byOp[c.operation[i]] || []).push(i);
   var traces = Object.keys(byOp).map(function (op) {
-    return trace(op, byOp[op], function (idx) {
+    return trace(text(op), byOp[op], function (idx) {
       return { color: colours[op] || colours.unknown, size: idx.map(size), opacity: 0.8 };
     });
   });
@@ -45,9 +53,9 @@
     traces.push({
       type: "scattergl", mode: "markers", name: "refs",
       x: data.tags.map(function (t) { return new Date(t.timestamp_ms); }),
-      y: data.tags.map(function (t) { return data.lanes[t.lane]; }),
+      y: data.tags.map(function (t) { return lanes[t.lane]; }),
       customdata: data.tags.map(function (t) { return t.snapshot_id; }),
-      text: data.tags.map(function (t) { return t.kind + " " + t.tag + " → " + t.snapshot_id; }), hoverinfo: "text",
+      text: data.tags.map(function (t) { return t.kind + " " + text(t.tag) + " → " + t.snapshot_id; }), hoverinfo: "text",
       marker: { symbol: "diamond", size: 11, color: "#0f766e" }
     });
   }
@@ -58,7 +66,8 @@
   }
   var layout = {
     margin: { l: 110, r: 20, t: 10, b: 40 }, hovermode: "closest", showlegend: true,
-    yaxis: { type: "category", categoryorder: "array", categoryarray: data.lanes.slice().reverse() },
+    yaxis: { type: "category", categoryorder: "array", categoryarray: lanes.slice().reverse(),
+             automargin: true },
     xaxis: { type: "date" }
   };
   Plotly.newPlot(el, traces, layout,
@@ -110,17 +119,18 @@
   ];
   var totalsTraces = [];
   data.lineages.forEach(function (lineage, n) {
+    var name = text(lineage.name);
     var colour = lineage.unjoined ? "#9ca3af" : palette[n % palette.length];
     panels.forEach(function (panel, k) {
       var idx = lineage.points.filter(function (i) { return c[panel.key][i] !== null; });
       totalsTraces.push({
         type: "scatter", mode: lineage.unjoined ? "markers" : "lines+markers",
-        name: lineage.name, legendgroup: lineage.name, showlegend: k === 0,
+        name: name, legendgroup: name, showlegend: k === 0,
         line: { color: colour, shape: "hv" }, marker: { color: colour, size: 5 },
         x: idx.map(function (i) { return new Date(c.timestamp_ms[i]); }),
         y: idx.map(function (i) { var v = c[panel.key][i]; return panel.scale ? v * panel.scale : v; }),
         customdata: idx.map(function (i) { return c.snapshot_id[i]; }),
-        text: idx.map(function (i) { return lineage.name + " · " + c.snapshot_id[i]; }),
+        text: idx.map(function (i) { return name + " · " + c.snapshot_id[i]; }),
         hovertemplate: "%{text}<br>" + panel.title + ": %{y:,}<extra></extra>", yaxis: panel.axis
       });
     });

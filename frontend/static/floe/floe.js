@@ -1,7 +1,9 @@
 /* Every page: wide tables scroll inside their own box (never the page), cut-off cells show
    their whole value on hover, and tables with class "sortable" (lists that are not paged;
    paged ones sort on the server, explorer/sorting.py) sort by a click on a column heading
-   (within each tbody: a group's rows stay in their group). */
+   (within each tbody: a group's rows stay in their group). Whole numbers past 2^53 (snapshot
+   ids) compare as BigInt: as JavaScript numbers two ids could round to the same value; every
+   script reads JSON with ids through floe.parseJSON for the same reason. */
 (function () {
   "use strict";
   function wrap(table) {
@@ -20,8 +22,17 @@
     if (!cell) return "";
     var raw = cell.getAttribute("data-sort");
     if (raw === null) raw = cell.textContent.trim();
-    var n = Number(raw.replace(/,/g, ""));
-    return raw !== "" && !isNaN(n) ? n : raw.toLowerCase();
+    var digits = raw.replace(/,/g, "");
+    var n = Number(digits);
+    if (raw === "" || isNaN(n)) return raw.toLowerCase();
+    return /^-?\d+$/.test(digits) && !Number.isSafeInteger(n) ? BigInt(digits) : n;
+  }
+  function compare(x, y) {
+    var numbers = { number: true, bigint: true };
+    if (!numbers[typeof x] || !numbers[typeof y]) {
+      if (typeof x !== typeof y) { x = String(x); y = String(y); }
+    }
+    return x < y ? -1 : x > y ? 1 : 0;  // a number and a BigInt compare exactly
   }
   function sortable(table) {
     var heads = table.tHead ? table.tHead.rows[0].cells : [];
@@ -35,16 +46,25 @@
         th.setAttribute("aria-sort", dir === 1 ? "ascending" : "descending");
         Array.prototype.forEach.call(table.tBodies, function (body) {
           var rows = Array.prototype.filter.call(body.rows, function (r) { return !r.classList.contains("group"); });
-          rows.sort(function (a, b) {
-            var x = key(a.cells[col]), y = key(b.cells[col]);
-            if (typeof x !== typeof y) { x = String(x); y = String(y); }
-            return x < y ? -dir : x > y ? dir : 0;
-          });
+          rows.sort(function (a, b) { return dir * compare(key(a.cells[col]), key(b.cells[col])); });
           rows.forEach(function (r) { body.appendChild(r); });
         });
       });
     });
   }
+  // JSON.parse, except that whole numbers past 2^53 (snapshot ids) come back as strings:
+  // as numbers JavaScript would round them. Strings are matched first, so digits inside a
+  // string are left alone.
+  var TOKENS = /"(?:[^"\\]|\\.)*"|-?\d+(\.\d+)?([eE][+-]?\d+)?/g;
+  function parseJSON(text) {
+    return JSON.parse(text.replace(TOKENS, function (token, fraction, exponent) {
+      if (token[0] === '"' || fraction || exponent || Number.isSafeInteger(Number(token))) {
+        return token;
+      }
+      return '"' + token + '"';
+    }));
+  }
+  window.floe = { sortable: sortable, parseJSON: parseJSON };
   function init() {
     document.querySelectorAll("main table.data").forEach(wrap);
     document.querySelectorAll("table.sortable").forEach(sortable);
