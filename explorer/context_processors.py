@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+from urllib.parse import quote
+
 from django.http import HttpRequest
 from django.urls import reverse
 
@@ -13,14 +16,17 @@ def assets(request: HttpRequest) -> dict[str, str]:
     return {"plotly_js_url": reverse("table:plotly_js", kwargs={"version": PLOTLY_VERSION})}
 
 
-def roles(request: HttpRequest) -> dict[str, bool]:
+def roles(request: HttpRequest) -> dict[str, Any]:
     """``can_change``: whether the user may act on the catalog of the page (a URL with a
-    ``catalog``), so pages show action links and buttons to maintainers only. The decision
-    that counts is the one each POST makes again (explorer.permissions)."""
-    from explorer import permissions
+    ``catalog``), so pages show action links and buttons to maintainers only; when not,
+    ``actions_hint`` says why and how to get it (``text``, ``url``). The decision that counts
+    is the one each POST makes again (explorer.permissions)."""
+    from explorer import selectors_access
 
     match = getattr(request, "resolver_match", None)
     catalog = match.kwargs.get("catalog") if match is not None else None
     if not isinstance(catalog, str):
-        return {"can_change": False}
-    return {"can_change": permissions.can_change(user=request.user, catalog=catalog)}
+        return {"can_change": False, "actions_hint": None}
+    hint = selectors_access.actions_hint(user=request.user, catalog=catalog,
+                                         next_url=quote(request.get_full_path()))
+    return {"can_change": hint is None, "actions_hint": hint}

@@ -41,6 +41,16 @@ class TaskParamsInvalid(errors.ValidationError):
         self.param = param
 
 
+class AccessInvalid(errors.ValidationError):
+    """A user, role or token change that cannot be made as asked (400): ``param`` names the
+    field (``user``, ``password``, ``catalog``, ``role``, ``active``), so the page shows the
+    message next to it."""
+
+    def __init__(self, param: str, message: str) -> None:
+        super().__init__(message)
+        self.param = param
+
+
 class TableChangedSinceDryRun(errors.FloeError):
     """A confirm step refused to run: the table is no longer at the metadata file its dry
     run planned from, or the plan is no longer the dry run's (409; run the dry run again).

@@ -43,6 +43,8 @@ __all__ = [
     "can_cancel",
     "can_view_run",
     "can_download",
+    "can_manage_users",
+    "can_administer_any",
     "readable_catalogs",
     "visible_catalogs",
     "require_read",
@@ -51,6 +53,8 @@ __all__ = [
     "require_submit",
     "require_cancel",
     "require_download",
+    "require_manage_users",
+    "require_administer_any",
 ]
 
 EVERY_CATALOG = CatalogGrant.EVERY_CATALOG
@@ -133,6 +137,21 @@ def can_administer(*, user: Any, catalog: str) -> bool:
     return _authenticated(user) and role_of(user=user, catalog=catalog) >= Role.ADMIN
 
 
+def can_manage_users(*, user: Any) -> bool:
+    """Create, deactivate and reactivate users and create or revoke their API tokens: admins
+    of every catalog (a grant on ``*``, or superusers) only, since a user reaches every
+    catalog."""
+    return can_administer(user=user, catalog=EVERY_CATALOG)
+
+
+def can_administer_any(*, user: Any) -> bool:
+    """Admin of at least one catalog: may open the page that manages access (and there grant
+    and revoke roles on the catalogs they administer)."""
+    if not _authenticated(user) or not user.is_active:
+        return False
+    return user.is_superuser or any(r >= Role.ADMIN for r in _grants(user).values())
+
+
 def can_submit(*, user: Any, kind: str, catalog: str) -> bool:
     """Submit a task of ``kind`` on ``catalog``: every kind needs maintainer (an export and a
     dry run read only, but they are work queued on the shared worker)."""
@@ -209,3 +228,15 @@ def require_download(*, user: Any, run: TaskRun) -> None:
     if not can_download(user=user, run=run):
         raise Forbidden(f"the file of task run {run.pk} can be downloaded by the user who "
                         "exported it only")
+
+
+def require_manage_users(*, user: Any) -> None:
+    if not can_manage_users(user=user):
+        raise Forbidden(f"{_who(user)} may not manage users and API tokens: that needs the "
+                        "admin role on every catalog (*)")
+
+
+def require_administer_any(*, user: Any) -> None:
+    if not can_administer_any(user=user):
+        raise Forbidden(f"{_who(user)} may not manage access: that needs the admin role on "
+                        "a catalog")

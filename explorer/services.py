@@ -8,7 +8,8 @@ What pages and the API call:
   ``delete_rows`` or ``compact`` submission: the same parameters, nothing queued);
 * :func:`export_file_get` (an export's file, for its owner);
 * :func:`grant_add`, :func:`grant_remove` (admins), :func:`grant_bootstrap` (the
-  ``floe_grant`` command).
+  ``floe_grant`` command); :func:`user_create`, :func:`user_active_set`,
+  :func:`token_create`, :func:`token_revoke` (admins of every catalog, from the site).
 
 What the worker calls (:mod:`explorer.task_runtime`): ``task_run_claim`` / ``_started`` /
 ``_beat`` / ``_wanted`` / ``_artifact`` / ``_attempt_failed`` / ``_finish`` and
@@ -32,7 +33,7 @@ from django.utils import timezone
 
 from explorer import permissions, ratelimit, selectors, task_kinds
 from explorer.catalogs import LOCAL_CATALOG, catalog_info
-from explorer.errors import TaskParamsInvalid
+from explorer.errors import AccessInvalid, TaskParamsInvalid
 from explorer.models import AuditEntry, CatalogGrant, TaskRun
 from floe.errors import NotFound, ValidationError
 from floe.maintenance import Progress
@@ -408,6 +409,113 @@ def grant_revoke_bootstrap(*, username: str, catalog: str) -> str | None:
         _audit_grant(actor=None, via="command", action="grant_remove", grant=grant)
         grant.delete()
     return grant.role
+
+
+# --- users and API tokens (admins of every catalog, from the site) -----------------------------
+
+
+def _audit_access(*, actor: Any, via: str, action: str, user: Any, **params: Any) -> None:
+    """A change to a user or a token: an entry of catalog ``*`` (users reach every catalog).
+    Never the token's key nor the password."""
+    now = timezone.now()
+    who = actor if actor is not None and actor.is_authenticated else None
+    AuditEntry.objects.create(
+        actor_id=who.pk if who else None, actor_name=who.get_username() if who else "",
+        actor_via=_via(via), action=action, catalog=CatalogGrant.EVERY_CATALOG,
+        params={"user": user.get_username(), **params},
+        outcome=AuditEntry.Outcome.SUCCEEDED, started_at=now, finished_at=now, duration_ms=0)
+
+
+def _user_get(user_id: Any) -> Any:
+    try:
+        return get_user_model().objects.get(pk=user_id)
+    except (get_user_model().DoesNotExist, ValueError, TypeError):
+        raise NotFound(f"user {user_id} does not exist") from None
+
+
+def user_create(*, actor: Any, username: Any, password: Any, via: str = "session") -> Any:
+    """A new active user (no role beyond FLOE_DEFAULT_ROLE until granted one). The name
+    follows Django's rules and must be free; the password passes the site's password
+    validators. Needs admin on every catalog."""
+    from django.contrib.auth.password_validation import validate_password
+    from django.core.exceptions import ValidationError as DjangoValidationError
+
+    permissions.require_manage_users(user=actor)
+    model = get_user_model()
+    name = username.strip() if isinstance(username, str) else ""
+    if not name:
+        raise AccessInvalid("user", "give a user name")
+    try:
+        model.username_validator(name)
+    except DjangoValidationError as exc:
+        raise AccessInvalid("user", f"user name {name!r}: {' '.join(exc.messages)}") from None
+    longest = model._meta.get_field(model.USERNAME_FIELD).max_length
+    if longest is not None and len(name) > longest:
+        raise AccessInvalid("user", f"a user name has at most {longest} characters")
+    if model.objects.filter(**{f"{model.USERNAME_FIELD}__iexact": name}).exists():
+        raise AccessInvalid("user", f"user {name!r} already exists")
+    if not isinstance(password, str) or not password:
+        raise AccessInvalid("password", "give a password")
+    try:
+        validate_password(password, model(**{model.USERNAME_FIELD: name}))
+    except DjangoValidationError as exc:
+        raise AccessInvalid("password", " ".join(exc.messages)) from None
+    with transaction.atomic():
+        user = model.objects.create_user(**{model.USERNAME_FIELD: name}, password=password)
+        _audit_access(actor=actor, via=via, action="user_create", user=user)
+    return user
+
+
+def user_active_set(*, actor: Any, user_id: Any, active: bool, via: str = "session") -> Any:
+    """Deactivate a user (they can no longer sign in, their token stops working, they keep
+    their grants for when they come back) or reactivate them. Not oneself; a superuser only
+    by a superuser. Needs admin on every catalog."""
+    permissions.require_manage_users(user=actor)
+    user = _user_get(user_id)
+    if user.pk == actor.pk:
+        raise AccessInvalid("active", "you cannot deactivate or reactivate yourself")
+    if user.is_superuser and not actor.is_superuser:
+        raise AccessInvalid("active", f"{user.get_username()} is a superuser: only a "
+                                      "superuser may change that account")
+    if user.is_active == active:
+        return user
+    with transaction.atomic():
+        user.is_active = active
+        user.save(update_fields=["is_active"])
+        _audit_access(actor=actor, via=via, user=user,
+                      action="user_activate" if active else "user_deactivate")
+    return user
+
+
+def token_create(*, actor: Any, user_id: Any, via: str = "session") -> str:
+    """A new API token for a user (replacing the one they had): its key, to be shown once
+    (``Authorization: Token KEY``). Needs admin on every catalog."""
+    from rest_framework.authtoken.models import Token
+
+    permissions.require_manage_users(user=actor)
+    user = _user_get(user_id)
+    if not user.is_active:
+        raise AccessInvalid("user", f"{user.get_username()} is deactivated: reactivate them "
+                                    "first")
+    with transaction.atomic():
+        replaced = Token.objects.filter(user=user).delete()[0] > 0
+        token = Token.objects.create(user=user)
+        _audit_access(actor=actor, via=via, action="token_create", user=user,
+                      replaced=replaced)
+    return str(token.key)
+
+
+def token_revoke(*, actor: Any, user_id: Any, via: str = "session") -> bool:
+    """Revoke a user's API token; False when they had none. Needs admin on every catalog."""
+    from rest_framework.authtoken.models import Token
+
+    permissions.require_manage_users(user=actor)
+    user = _user_get(user_id)
+    with transaction.atomic():
+        if not Token.objects.filter(user=user).delete()[0]:
+            return False
+        _audit_access(actor=actor, via=via, action="token_revoke", user=user)
+    return True
 
 
 # --- work of the refresh_table_stats task ---------------------------------------------------------

@@ -4,7 +4,7 @@ from django.http import HttpRequest, HttpResponsePermanentRedirect
 from django.templatetags.static import static
 from django.urls import include, path
 
-from explorer import views, views_scan, views_tasks
+from explorer import views, views_access, views_scan, views_tasks
 
 
 def _favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
@@ -39,6 +39,7 @@ urlpatterns = [
     path("", include(views_scan.scan_patterns)),  # partitions, scan plan, preview
     path("", include("explorer.urls_table")),  # one table: overview, snapshots, history, diff
     path("tasks/", include(task_patterns)),
+    path("access/", include(views_access.access_patterns)),  # roles, users, API tokens
     path("api/", include("api.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

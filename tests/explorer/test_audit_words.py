@@ -64,8 +64,8 @@ def _page_rows(page: str) -> list[str]:
 
 @pytest.fixture
 def audited(tmp_path: Path, settings: Any) -> dict[str, Any]:
-    """A table with a Floe tag, a Floe rollback, an external schema change and an external
-    append, and a failed Floe run."""
+    """A table with a Floe tag, a Floe rollback, an external schema change, an external
+    rollback and tag, and a Floe run that failed (its tag was taken meanwhile)."""
     settings.FLOE_WAREHOUSE = str(tmp_path)
     table = make_table(tmp_path, "ns")
     a, b, c = (s.snapshot_id for s in table.snapshots())
@@ -75,9 +75,12 @@ def audited(tmp_path: Path, settings: Any) -> dict[str, Any]:
     table = load(tmp_path, "ns")
     table.update_schema().add_column("referrer", "string").commit()  # another writer
     table.manage_snapshots().set_current(a).commit()
-    failed = services.task_submit(kind="rollback", params={
-        "namespace": "ns", "table": "events", "snapshot_id": c}, user=mia)
-    execute(failed.pk, threaded=False, runner_for=runner_for)  # c is no longer an ancestor
+    failed = services.task_submit(kind="tag_create", params={
+        "namespace": "ns", "table": "events", "name": "v2", "snapshot_id": a}, user=mia)
+    table.manage_snapshots().create_tag("v2", b).commit()  # meanwhile, by another writer
+    execute(failed.pk, threaded=False, runner_for=runner_for)
+    failed.refresh_from_db()
+    assert failed.state == "FAILED"
     return {"a": a, "b": b, "c": c, "mia": mia}
 
 
@@ -86,7 +89,8 @@ def test_the_audit_page_says_what_each_version_did(audited: dict[str, Any]) -> N
     page = Client().get(T + "audit/").content.decode()
     rows = _page_rows(page)
     assert rows == [
-        f"Roll back (snapshot_id {_short(c)}): failed · rollback",
+        f"Create a tag (name v2, snapshot_id {_short(a)}): failed · tag_create",
+        f"tag v2 created on {_short(b)}",
         f"rolled back main from {_short(b)} to {_short(a)}",
         "schema 0 → 1: added referrer",
         f"rolled back main from {_short(c)} to {_short(b)} · rollback",
@@ -106,16 +110,16 @@ def test_the_downloads_and_the_api_carry_the_words(audited: dict[str, Any]) -> N
     client = client_for(audited["mia"])
     rows = list(csv.DictReader(io.StringIO(b"".join(
         Client().get(T + "audit/?format=csv").streaming_content).decode())))
-    assert rows[1]["description"] == f"rolled back main from {b} to {a}"
+    assert rows[2]["description"] == f"rolled back main from {b} to {a}"
     doc = json.loads(Client().get(T + "audit/?format=json").content)
-    assert doc[3]["description"] == f"rolled back main from {audited['c']} to {b}"
+    assert doc[4]["description"] == f"rolled back main from {audited['c']} to {b}"
     api = client.get(f"/api{T}audit/").json()["results"]
-    assert [r["description"] for r in api][2:5] == [
+    assert [r["description"] for r in api][3:6] == [
         "schema 0 → 1: added referrer", f"rolled back main from {audited['c']} to {b}",
         f"tag v1 created on {b}"]
     trail = client.get("/api/audit/").json()["results"]
     assert [r["description"] for r in trail] == [
-        f"Roll back (snapshot_id {audited['c']}): failed",
+        f"Create a tag (name v2, snapshot_id {a}): failed",
         f"rolled back main from {audited['c']} to {b}", f"tag v1 created on {b}"]
     exported = list(csv.DictReader(io.StringIO(b"".join(
         client.get("/api/audit/?format=csv").streaming_content).decode())))
