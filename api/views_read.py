@@ -5,21 +5,21 @@ count against the expensive-read rate limit like the pages."""
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 from typing import Any
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import renderers, serializers
+from rest_framework import serializers
 from rest_framework.generics import GenericAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.renderers import FloeJSONRenderer
 from api.views import CATALOG, NAMESPACE, TABLE
 from explorer import ratelimit, selectors
 from explorer import selectors_scan as scan
+from explorer.values import rows_json
 from floe.errors import ValidationError
 
 _SELECTION = [
@@ -135,28 +135,6 @@ class PartitionsView(GenericAPIView):  # type: ignore[type-arg]
                          "skew": stats.skew(), **paged})
 
 
-def _json_value(value: Any) -> Any:
-    """A row value as JSON: structs as objects, maps as objects when their keys are strings
-    (else lists of [key, value]), binary as hex, decimals as strings, times in ISO-8601."""
-    if isinstance(value, dict):
-        return {k: _json_value(v) for k, v in value.items()}
-    if isinstance(value, list) and value and all(isinstance(x, tuple) for x in value):
-        if all(isinstance(k, str) for k, _ in value):
-            return {k: _json_value(v) for k, v in value}
-        return [[_json_value(k), _json_value(v)] for k, v in value]
-    if isinstance(value, list):
-        return [_json_value(v) for v in value]
-    if isinstance(value, bytes):
-        return value.hex()
-    if isinstance(value, decimal.Decimal):
-        return str(value)
-    if isinstance(value, dt.datetime | dt.date | dt.time):
-        return value.isoformat()
-    if isinstance(value, float) and value != value:
-        return "NaN"
-    return value
-
-
 class PreviewSerializer(serializers.Serializer):  # type: ignore[type-arg]
     snapshot_id = serializers.IntegerField(allow_null=True)
     columns = serializers.ListField(child=serializers.CharField())
@@ -167,7 +145,12 @@ class PreviewSerializer(serializers.Serializer):  # type: ignore[type-arg]
 
 
 class PreviewView(GenericAPIView):  # type: ignore[type-arg]
-    """The first rows of a table state, deletes applied (as the preview page)."""
+    """The first rows of a table state, deletes applied (as the preview page). Values are
+    JSON values: numbers, booleans and strings; Iceberg's JSON single-value serialization for
+    the rest (decimals as strings, binary as hex, ISO-8601 dates, times and timestamps, UUIDs
+    as text, a float32 in its shortest form); "NaN", "Infinity", "-Infinity" for floats that
+    are not finite; structs as objects, maps as objects when their keys are strings (else
+    lists of [key, value] pairs), lists as arrays."""
 
     serializer_class = PreviewSerializer
 
@@ -191,7 +174,7 @@ class PreviewView(GenericAPIView):  # type: ignore[type-arg]
         return Response({
             "snapshot_id": plan.snapshot_id, "columns": rows.column_names,
             "row_count": rows.num_rows, "limit": limit,
-            "rows": [[_json_value(v) for v in row.values()] for row in rows.to_pylist()]})
+            "rows": rows_json(plan.schema, rows)})
 
 
 class ExportFileSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -200,7 +183,10 @@ class ExportFileSerializer(serializers.Serializer):  # type: ignore[type-arg]
 
 class ExportView(GenericAPIView):  # type: ignore[type-arg]
     """At most 100,000 rows of a table state as a CSV or Parquet file (larger exports: the
-    ``export`` task, POST /api/tasks/)."""
+    ``export`` task, POST /api/tasks/). CSV: a header of column names, one line per row;
+    struct, map and list columns hold each value's JSON text (the preview's JSON values),
+    binary and fixed columns hex, UUIDs as text; other columns as Apache Arrow writes them
+    (ISO-8601 times, true / false, empty for null)."""
 
     serializer_class = ExportFileSerializer
     pagination_class = None
@@ -214,7 +200,7 @@ class ExportView(GenericAPIView):  # type: ignore[type-arg]
     def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
         # ``format`` is this endpoint's file format, not DRF's renderer override: the file
         # is the response; errors are JSON.
-        return renderers.JSONRenderer(), renderers.JSONRenderer.media_type
+        return FloeJSONRenderer(), FloeJSONRenderer.media_type
 
     def get(self, request: Request, catalog: str, ns: str, table: str) -> HttpResponse:
         ratelimit.expensive_read_check(identity=ratelimit.request_identity(request),

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from explorer.cache import CACHE
+from explorer.values import CsvWriter
 from floe.errors import ValidationError
 from floe.expressions import bind, parse_filter
 from floe.io.parquet import schema_to_arrow
@@ -356,14 +356,17 @@ def table_preview(*, table: Table, selection: Selection, row_filter: str | None,
 
 def table_export(*, table: Table, selection: Selection, row_filter: str | None,
                  columns: list[str] | None, fmt: str) -> tuple[bytes, int]:
-    """At most :data:`EXPORT_MAX_ROWS` rows as CSV or Parquet bytes, and the row count."""
+    """At most :data:`EXPORT_MAX_ROWS` rows as CSV (explorer.values.CsvWriter: nested
+    values as JSON text) or Parquet bytes, and the row count."""
     if fmt not in EXPORT_FORMATS:
         raise ValidationError(f"format {fmt!r} is not one of {', '.join(EXPORT_FORMATS)}")
-    _, rows = table_preview(table=table, selection=selection, row_filter=row_filter,
-                            columns=columns, limit=EXPORT_MAX_ROWS)
+    plan, rows = table_preview(table=table, selection=selection, row_filter=row_filter,
+                               columns=columns, limit=EXPORT_MAX_ROWS)
     sink = _pyio.BytesIO()
     if fmt == "csv":
-        pacsv.write_csv(rows, sink)
+        writer = CsvWriter(sink, plan.schema, rows.schema)
+        writer.write_batch(rows)
+        writer.close()
     else:
         pq.write_table(rows, sink)
     return sink.getvalue(), rows.num_rows

@@ -224,7 +224,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["api.permissions.CatalogRoles"],
     "DEFAULT_PAGINATION_CLASS": "api.pagination.PageNumberPagination",
     "DEFAULT_RENDERER_CLASSES": [
-        "rest_framework.renderers.JSONRenderer",
+        "api.renderers.FloeJSONRenderer",  # NaN and ±Infinity as strings, never a 500
         "api.renderers.FloeBrowsableAPIRenderer",  # every API URL renders in a browser too
     ],
     "PAGE_SIZE": FLOE_PAGE_SIZE,
@@ -237,7 +237,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Browse Apache Iceberg tables and run maintenance tasks. Entry points, also "
                    "browsable: [the API root](/api/), [catalogs](/api/catalogs/), "
                    "[tasks](/api/tasks/), [audit](/api/audit/); the raw schema: "
-                   "[/api/schema/](/api/schema/?format=json).",
+                   "[/api/schema/](/api/schema/?format=json).\n\n"
+                   "JSON has no numbers for NaN and the infinities: wherever a float is not "
+                   "finite (row values, bounds, partition values), a response has the string "
+                   '"NaN", "Infinity" or "-Infinity" instead.',
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,

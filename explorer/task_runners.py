@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from django.conf import settings
 
@@ -35,6 +34,7 @@ from explorer.selectors_changes import (
     evolve_stage,
 )
 from explorer.task_runtime import RunContext
+from explorer.values import CsvWriter
 from floe.catalog.base import Catalog, TableIdentifier
 from floe.io.parquet import schema_to_arrow
 from floe.io.readers import read_plan
@@ -181,7 +181,7 @@ def export(ctx: RunContext) -> dict[str, Any]:
     reader = read_plan(table.io, plan, columns)
     try:
         writer: Any = (pq.ParquetWriter(str(part), arrow_schema) if fmt == "parquet"
-                       else pacsv.CSVWriter(str(part), arrow_schema))
+                       else CsvWriter(str(part), schema, arrow_schema))
         try:
             ctx.report("exporting", 0, rows_in_files, f"{len(plan.tasks)} data files")
             for batch in reader:

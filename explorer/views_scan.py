@@ -7,8 +7,6 @@ errors (unknown table or snapshot, unreadable manifest) go to the one mapping in
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 from typing import Any
 
 from django.conf import settings
@@ -22,6 +20,7 @@ from explorer import selectors
 from explorer import selectors_scan as scan
 from explorer.auth import expensive_read, read_access_required
 from explorer.units import size_text
+from explorer.values import json_text, rows_text
 from floe.errors import ValidationError
 from floe.partition_stats import size_histogram
 from floe.table import Table
@@ -40,7 +39,7 @@ def _size_label(n: int | None) -> str:
 def _histogram_figure(sizes: list[int], title: str) -> str:
     buckets = size_histogram(sizes)
     x = [f"{_size_label(b['lower'])}–{_size_label(b['upper'])}" for b in buckets]
-    return json.dumps({
+    return json_text({
         "data": [{"type": "bar", "x": x, "y": [b["count"] for b in buckets],
                   "marker": {"color": "#3b6ea5"}}],
         "layout": {"title": {"text": title}, "xaxis": {"title": {"text": "file size"}},
@@ -70,7 +69,7 @@ def partitions(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpR
     chosen = stats.find(request.GET.get("partition", "")) if request.GET.get("partition") else None
     skew = stats.skew()
     bars = ordered[:SKEW_BARS]
-    skew_figure = json.dumps({
+    skew_figure = json_text({
         "data": [{"type": "bar", "x": [p.label for p in bars], "y": [p.total_size for p in bars],
                   "name": "partition size", "marker": {"color": "#3b6ea5"}}],
         "layout": {"title": {"text": f"Largest {len(bars)} partitions against the median"},
@@ -126,7 +125,7 @@ def plan(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpRespons
         "plan": result, "summary": scan.plan_summary(result), "stages": stages,
         "manifests": manifests, "files": files,
         "file_rows": [(m, f, f.residual) for m, f in files.object_list],
-        "funnel_figure": json.dumps({
+        "funnel_figure": json_text({
             "data": [{"type": "funnel", "y": [s["stage"] for s in stages],
                       "x": [s["count"] for s in stages], "textinfo": "value"}],
             "layout": {"height": 380, "margin": {"l": 260, "t": 20}},
@@ -171,33 +170,10 @@ def preview(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpResp
     export_query.pop("format", None)
     context.update({
         "plan": result, "columns": rows.column_names,
-        "rows": [[_cell(v) for v in row.values()] for row in rows.to_pylist()],
+        "rows": rows_text(result.schema, rows),
         "row_count": rows.num_rows, "limit": limit, "export_query": export_query.urlencode(),
     })
     return render(request, "explorer/preview.html", context)
-
-
-def _cell(value: Any, nested: bool = False) -> str:
-    """A value as Iceberg / SQL prints it: ``null``, ``true``, structs ``{a: 10}``, maps
-    ``{'k10': 10}``, lists ``[1, 2]``, binary as hex, times in ISO-8601; strings quoted inside
-    a nested value only."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, bytes):
-        return "X'" + value.hex().upper() + "'" if nested else value.hex()
-    if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'" if nested else value
-    if isinstance(value, dict):  # a struct
-        return "{" + ", ".join(f"{k}: {_cell(v, True)}" for k, v in value.items()) + "}"
-    if isinstance(value, list) and value and all(isinstance(x, tuple) for x in value):  # a map
-        return "{" + ", ".join(f"{_cell(k, True)}: {_cell(v, True)}" for k, v in value) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(_cell(v, True) for v in value) + "]"
-    if isinstance(value, dt.datetime | dt.date | dt.time):
-        return value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value.isoformat()
-    return str(value)
 
 
 _table = "catalogs/<str:catalog>/namespaces/<str:ns>/tables/<str:table>/"

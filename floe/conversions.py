@@ -498,11 +498,22 @@ def _timestamp_json(t: PrimitiveType, value: Any) -> Any:
     return text
 
 
+def _float32_json(value: Any) -> float:
+    """A float's number as Java writes it (``Float.toString`` digits): the shortest decimal
+    that reads back as the same 32-bit float, so ``0.1f`` is ``0.1``, not the double
+    ``0.10000000149011612`` it widens to. NaN and infinities stay floats (the JSON writer
+    decides how to spell them)."""
+    value = float(value)
+    if not math.isfinite(value):
+        return value
+    return float(_shortest_float32(_F32.unpack(_F32.pack(value))[0]))
+
+
 _TO_JSON: dict[type, Callable[[PrimitiveType, Any], Any]] = {
     BooleanType: lambda t, v: bool(v),
     IntegerType: lambda t, v: int(v),
     LongType: lambda t, v: int(v),
-    FloatType: lambda t, v: float(v),
+    FloatType: lambda t, v: _float32_json(v),
     DoubleType: lambda t, v: float(v),
     DecimalType: _decimal_text,
     DateType: lambda t, v: _iso_date(v),
@@ -686,8 +697,11 @@ def _java_float_text(value: float, single: bool) -> str:
 def _shortest_float32(value: float) -> str:
     for precision in range(1, 10):
         text = f"{value:.{precision}g}"
-        if _F32.unpack(_F32.pack(float(text)))[0] == value:
-            return text
+        try:
+            if _F32.unpack(_F32.pack(float(text)))[0] == value:
+                return text
+        except OverflowError:  # rounded past the largest float (3e38 of 3.4028235e38)
+            continue
     return repr(value)  # pragma: no cover - 9 digits always round-trip a float32
 
 
@@ -735,6 +749,7 @@ _TO_HUMAN: dict[type, Callable[[PrimitiveType, Any], str]] = {
     TimestamptzType: _human_timestamp,
     TimestampNanoType: _human_timestamp,
     TimestamptzNanoType: _human_timestamp,
+    UUIDType: lambda t, v: str(v if isinstance(v, uuid.UUID) else uuid.UUID(bytes=bytes(v))),
     FixedType: _human_binary,
     BinaryType: _human_binary,
     GeometryType: _human_binary,
@@ -754,8 +769,9 @@ def to_human_string(t: PrimitiveType, value: Any) -> str:
     ``null`` for None; dates ``2024-01-01``; times as ``LocalTime.toString`` (``10:00``,
     ``10:00:30.500``); timestamps ISO-8601 with the fraction's trailing zeros dropped
     (``2024-01-01T10:00:00``, ``...+00:00`` with zone); fixed and binary as base64; floats
-    as Java prints them (``1.0E10``); decimals as ``BigDecimal.toString``; everything else
-    ``str``.
+    as Java prints them (``1.0E10``; a float32 in its shortest form, ``0.1``; ``NaN``,
+    ``Infinity``, ``-Infinity``); booleans ``true`` / ``false``; UUIDs in their 8-4-4-4-12
+    form; decimals as ``BigDecimal.toString``; everything else ``str``.
     """
     if value is None:
         return "null"

@@ -156,6 +156,15 @@ def _bound_json(field: NestedField, raw: bytes | None) -> Any:
     return conversions.to_json_value(t, conversions.from_bytes(t, raw))
 
 
+def _bound_text(field: NestedField, raw: bytes | None) -> str | None:
+    """A bound as Iceberg prints it (floe.conversions.to_human_string): ``true``, ``0.1`` for
+    a float32, ``NaN``, ``-Infinity``, ISO dates and times."""
+    if raw is None or not isinstance(field.field_type, PrimitiveType):
+        return None
+    t = field.field_type
+    return conversions.to_human_string(t, conversions.from_bytes(t, raw))
+
+
 def manifest_rows(
     io: FileIO, md: TableMetadata, snapshot: Snapshot | None,
     manifests: list[ManifestFile] | None = None,
@@ -286,7 +295,9 @@ def file_row(
 
 
 def column_stats(schema: Schema, entry: ManifestEntry) -> list[dict[str, Any]]:
-    """Per-column statistics of one file, decoded with the schema's names and types."""
+    """Per-column statistics of one file, decoded with the schema's names and types: bounds
+    as JSON single values (``lower_bound``, ``upper_bound``) and as text for people
+    (``lower_bound_text``, ``upper_bound_text``)."""
     df = entry.data_file
     maps = {
         "column_size": df.column_sizes or {},
@@ -306,5 +317,7 @@ def column_stats(schema: Schema, entry: ManifestEntry) -> list[dict[str, Any]]:
         row.update({key: mapping.get(fid) for key, mapping in maps.items()})
         row["lower_bound"] = _bound_json(field, lower.get(fid)) if field else None
         row["upper_bound"] = _bound_json(field, upper.get(fid)) if field else None
+        row["lower_bound_text"] = _bound_text(field, lower.get(fid)) if field else None
+        row["upper_bound_text"] = _bound_text(field, upper.get(fid)) if field else None
         out.append(row)
     return out

@@ -247,6 +247,19 @@ def test_json_single_values(t, value, json_value):
     assert from_json_value(t, json_value) == value
 
 
+@pytest.mark.parametrize(("value", "json_value"), [
+    (0.10000000149011612, 0.1),  # 0.1f widened to a double
+    (0.3333333432674408, 0.33333334),
+    (3.4028234663852886e38, 3.4028235e38),
+    (1e-45, 1e-45),
+    (-2.5, -2.5),
+])
+def test_a_float32_is_written_in_its_shortest_form(value, json_value):
+    """As Java's ``Float.toString``: the shortest number that reads back as the same float."""
+    assert to_json_value(FLOAT, value) == json_value
+    assert to_bytes(FLOAT, from_json_value(FLOAT, json_value)) == to_bytes(FLOAT, value)
+
+
 def test_json_null():
     assert to_json_value(LONG, None) is None
     assert from_json_value(LONG, None) is None
@@ -364,6 +377,11 @@ def test_civil_conversions_round_trip_outside_datetime_range():
         (TIMESTAMPTZ_NS, 1_000_000_000, "1970-01-01T00:00:01+00:00"),
         (STRING, "a/b c", "a/b c"),
         (UUID, SPEC_UUID, "f79c3e09-677c-4bbd-a479-3f349cb785e7"),
+        (UUID, SPEC_UUID.bytes, "f79c3e09-677c-4bbd-a479-3f349cb785e7"),  # as Arrow holds it
+        (FLOAT, 0.10000000149011612, "0.1"),
+        (FLOAT, math.inf, "Infinity"),
+        (FLOAT, 3.4028234663852886e38, "3.4028235E38"),  # the largest float32
+        (BOOLEAN, False, "false"),
         (BINARY, b"\x00\x01\x02\xff", "AAEC/w=="),
         (FixedType(3), b"abc", "YWJj"),
     ],
