@@ -10,8 +10,8 @@ the same parameters the same way. Lists are capped (:data:`LIST_CAP`) and come w
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
@@ -22,11 +22,16 @@ from floe.table import Table
 from floe.table.row_level import plan_delete
 from floe.table.transaction import Transaction
 
+if TYPE_CHECKING:
+    from floe.table.manage_snapshots import ManageSnapshots
+
 __all__ = [
     "LIST_CAP",
     "EVOLVE_OPS",
     "capped",
     "evolve_stage",
+    "MANAGE_CHANGES",
+    "manage_stage",
     "schema_change_preview",
     "delete_preview",
     "compaction_preview",
@@ -66,6 +71,50 @@ assert set(EVOLVE_OPS) == set(EVOLVE_CHANGES), "evolve ops must be floe evolve's
 def capped(items: Sequence[Any], cap: int = LIST_CAP) -> dict[str, Any]:
     """``{"count": n, "items": first cap, "truncated": bool}`` for a list in a small JSON."""
     return {"count": len(items), "items": list(items[:cap]), "truncated": len(items) > cap}
+
+
+# --- snapshots and refs ---------------------------------------------------------------------------
+
+_BRANCH_RETENTION = ("min_snapshots_to_keep", "max_snapshot_age_ms", "max_ref_age_ms")
+
+
+def _kw(p: Mapping[str, Any], *keys: str) -> dict[str, Any]:
+    return {k: p.get(k) for k in keys}
+
+
+def _rollback(ms: ManageSnapshots, p: Mapping[str, Any]) -> None:
+    if p.get("snapshot_id") is not None:
+        ms.rollback_to(p["snapshot_id"])
+    else:
+        ms.rollback_to_time(p["timestamp_ms"])
+
+
+#: The snapshot-management kinds and the change each stages on a transaction's
+#: ManageSnapshots, from the kind's validated parameters (explorer.task_kinds).
+MANAGE_CHANGES: dict[str, Callable[[ManageSnapshots, Mapping[str, Any]], Any]] = {
+    "rollback": _rollback,
+    "set_current": lambda ms, p: ms.set_current(p["snapshot_id"]),
+    "cherry_pick": lambda ms, p: ms.cherry_pick(p["snapshot_id"]),
+    "branch_create": lambda ms, p: ms.create_branch(
+        p["name"], p.get("snapshot_id"), **_kw(p, *_BRANCH_RETENTION)),
+    "branch_replace": lambda ms, p: ms.replace_branch(p["name"], p["snapshot_id"]),
+    "branch_rename": lambda ms, p: ms.rename_branch(p["name"], p["new_name"]),
+    "branch_remove": lambda ms, p: ms.remove_branch(p["name"]),
+    "branch_fast_forward": lambda ms, p: ms.fast_forward(p["name"], p["to"]),
+    "tag_create": lambda ms, p: ms.create_tag(p["name"], p.get("snapshot_id"),
+                                              **_kw(p, "max_ref_age_ms")),
+    "tag_replace": lambda ms, p: ms.replace_tag(p["name"], p["snapshot_id"]),
+    "tag_remove": lambda ms, p: ms.remove_tag(p["name"]),
+    "ref_retention": lambda ms, p: ms.set_retention(p["name"], **_kw(p, *_BRANCH_RETENTION)),
+}
+
+
+def manage_stage(txn: Transaction, *, kind: str, params: Mapping[str, Any]) -> None:
+    """Stage a snapshot-management change into ``txn``: floe checks it as it is staged
+    (an ancestor to roll back to, a branch that descends, a snapshot that can be
+    cherry-picked …), so staging it on a transaction that is never committed checks a
+    submission exactly as its run will."""
+    MANAGE_CHANGES[kind](txn.manage_snapshots(), params)
 
 
 # --- schema, partition spec, sort order -----------------------------------------------------------

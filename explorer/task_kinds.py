@@ -50,32 +50,44 @@ Kinds and their parameters (besides the table):
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from explorer import selectors
 from explorer import selectors_scan as scan
 from explorer.catalogs import LOCAL_CATALOG, catalog_info
 from explorer.errors import TableChangedSinceDryRun, TaskParamsInvalid
 from explorer.models import TaskRun
-from explorer.selectors_changes import EVOLVE_OPS, compaction_engine, evolve_stage
+from explorer.selectors_changes import (
+    EVOLVE_OPS,
+    MANAGE_CHANGES,
+    compaction_engine,
+    evolve_stage,
+    manage_stage,
+)
 from floe.catalog.base import TableIdentifier, to_namespace
-from floe.errors import FloeError, NotFound, ValidationError
+from floe.errors import CommitConflict, FloeError, InvalidArgument, NotFound, ValidationError
 from floe.expressions import bind, parse_filter
-from floe.maintenance.compaction_plan import STRATEGIES, parse_options
-from floe.maintenance.orphans import PREFIX_MISMATCH_MODES
+from floe.maintenance.compaction_plan import check_compaction
+from floe.maintenance.expire import check_expiration
+from floe.maintenance.orphans import check_orphan_removal
+from floe.maintenance.partition_stats import check_partition_stats
+from floe.maintenance.rewrite_manifests import check_rewrite_manifests
 from floe.scan import select_snapshot
-from floe.sorting import parse_sort_by
 from floe.table import Table
+from floe.table.row_level import check_delete
 
 __all__ = ["KINDS", "KindSpec", "Validated", "kind_get", "params_validate", "submission_catalog"]
 
 K = TaskRun.Kind
+T = TypeVar("T")
 _MAX_TEXT = 4096
 _REF_NAME_MAX = 255
-DELETE_MODES = ("copy-on-write", "merge-on-read")
 ENGINES = ("auto", "local", "spark")
+#: floe's keyword → the kind's parameter, where they differ (floe.errors.InvalidArgument).
+_PARAM_OF_ARGUMENT = {"row_filter": "filter"}
 
 
 @dataclass(frozen=True)
@@ -197,6 +209,23 @@ def _invalid(key: str, exc: FloeError) -> TaskParamsInvalid:
     return TaskParamsInvalid(key, str(exc))
 
 
+def _floe_check(key: str, check: Callable[[], T]) -> T:
+    """Run one of floe's own checks (the one the run makes first): its refusal is a
+    TaskParamsInvalid naming the argument floe names, else ``key``."""
+    try:
+        return check()
+    except TaskParamsInvalid:
+        raise
+    except InvalidArgument as exc:
+        raise _invalid(_PARAM_OF_ARGUMENT.get(exc.argument, exc.argument), exc) from None
+    except (ValidationError, NotFound, CommitConflict) as exc:
+        raise _invalid(key, exc) from None
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
 # --- the table a kind works on --------------------------------------------------------------------
 
 
@@ -281,6 +310,34 @@ def _p_rollback(r: _Reader, t: Table) -> None:
     ts = r.integer("timestamp_ms", minimum=0)
     if (sid is None) == (ts is None):
         raise TaskParamsInvalid("snapshot_id", "give either snapshot_id or timestamp_ms")
+
+
+#: The parameter a refused snapshot-management change is about (floe's ManageSnapshots names
+#: no argument): what the kind's own checks left to floe.
+_MANAGE_PARAM = {
+    K.ROLLBACK: "snapshot_id", K.SET_CURRENT: "snapshot_id", K.CHERRY_PICK: "snapshot_id",
+    K.BRANCH_CREATE: "snapshot_id", K.BRANCH_REPLACE: "snapshot_id",
+    K.BRANCH_RENAME: "new_name", K.BRANCH_REMOVE: "name", K.BRANCH_FAST_FORWARD: "to",
+    K.TAG_CREATE: "snapshot_id", K.TAG_REPLACE: "snapshot_id", K.TAG_REMOVE: "name",
+    K.REF_RETENTION: "name",
+}
+assert set(_MANAGE_PARAM) == set(MANAGE_CHANGES)
+
+
+def _staged(kind: str, parse: Callable[[_Reader, Table], None]
+            ) -> Callable[[_Reader, Table], None]:
+    """The kind's checks, then its change staged as the run stages it, on a transaction
+    that is never committed (an ancestor to roll back to, a descending branch, a snapshot
+    that can be cherry-picked: floe checks them as it stages)."""
+
+    def run(r: _Reader, t: Table) -> None:
+        parse(r, t)
+        key = _MANAGE_PARAM[kind]
+        if kind == K.ROLLBACK and r.out.get("snapshot_id") is None:
+            key = "timestamp_ms"
+        _floe_check(key, lambda: manage_stage(t.new_transaction(), kind=kind, params=r.out))
+
+    return run
 
 
 def _p_snapshot(r: _Reader, t: Table) -> None:
@@ -385,10 +442,13 @@ def _p_evolve(r: _Reader, t: Table) -> None:
 
 
 def _p_delete(r: _Reader, t: Table) -> None:
-    _filter(r, t, required=True)
-    r.text("mode", choices=DELETE_MODES)
-    branch = r.ref_name("branch", required=False) or "main"
-    r.out["branch"] = branch
+    text = _filter(r, t, required=True)
+    mode = r.text("mode")
+    branch = r.out["branch"] = r.ref_name("branch", required=False) or "main"
+    chosen = _floe_check("filter", lambda: check_delete(t.metadata, text, mode=mode,
+                                                        branch=branch))
+    if mode is not None:  # else the table's write.delete.mode when the run starts
+        r.out["mode"] = chosen
 
 
 def _p_export(r: _Reader, t: Table) -> None:
@@ -424,21 +484,34 @@ def _p_export(r: _Reader, t: Table) -> None:
 
 
 def _p_expire_dry_run(r: _Reader, t: Table) -> None:
-    r.integer("older_than_ms", minimum=0)
-    r.integer("retain_last", minimum=1)
-    r.int_list("snapshot_ids")
+    older = r.integer("older_than_ms", minimum=0)
+    retain = r.integer("retain_last")
+    ids = r.int_list("snapshot_ids")
+    # floe ignores an id the table does not have (as Java does, so that a re-run finishes);
+    # typed into a form it is a mistake
+    unknown = [sid for sid in ids if t.snapshot_by_id(sid) is None]
+    if unknown:
+        raise TaskParamsInvalid("snapshot_ids", f"snapshot {unknown[0]} does not exist in "
+                                                f"table {t.identifier}")
     r.boolean("clean_expired_metadata")
+    _floe_check("table", lambda: check_expiration(
+        t.metadata, table=t.identifier, now_ms=_now_ms(), older_than_ms=older,
+        retain_last=retain, snapshot_ids=ids))
 
 
 def _p_orphans_dry_run(r: _Reader, t: Table) -> None:
-    r.integer("older_than_ms", minimum=0)
-    r.boolean("force")
-    r.text("prefix_mismatch_mode", default="error", choices=PREFIX_MISMATCH_MODES)
+    older = r.integer("older_than_ms", minimum=0)
+    force = r.boolean("force")
+    mode = r.text("prefix_mismatch_mode", default="error")
+    assert mode is not None
+    _, r.out["prefix_mismatch_mode"], _, _ = _floe_check("table", lambda: check_orphan_removal(
+        t.metadata, table=t.identifier, now_ms=_now_ms(), older_than_ms=older, force=force,
+        prefix_mismatch_mode=mode))
 
 
 def _p_compact(r: _Reader, t: Table) -> None:
-    _filter(r, t)
-    strategy = r.text("strategy", default="binpack", choices=STRATEGIES)
+    text = r.text("filter")
+    strategy = r.text("strategy", default="binpack")
     order = r.text("sort_order")
     r.read.add("options")
     options = r.raw.get("options") or {}
@@ -448,16 +521,10 @@ def _p_compact(r: _Reader, t: Table) -> None:
                                            "values (Java's rewrite_data_files options)")
     options = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in options.items()}
     r.out["options"] = options
-    try:
-        parse_options(t.metadata, options, strategy=strategy or "binpack")
-    except ValidationError as exc:
-        raise _invalid("options", exc) from None
-    if order is not None:
-        try:
-            parse_sort_by(order, t.schema())
-        except ValidationError as exc:
-            raise _invalid("sort_order", exc) from None
-    r.out["branch"] = r.ref_name("branch", required=False) or "main"
+    branch = r.out["branch"] = r.ref_name("branch", required=False) or "main"
+    r.out["strategy"], _, _ = _floe_check("options", lambda: check_compaction(
+        t.metadata, filter=text, strategy=strategy or "binpack", sort_order=order,
+        options=options, branch=branch))
     engine = r.text("engine", default="auto", choices=ENGINES)
     if engine == "spark":
         try:
@@ -468,19 +535,18 @@ def _p_compact(r: _Reader, t: Table) -> None:
 
 def _p_rewrite_manifests(r: _Reader, t: Table) -> None:
     spec_id = r.integer("spec_id", minimum=0)
-    if spec_id is not None and spec_id not in {s.spec_id for s in t.metadata.partition_specs}:
-        raise TaskParamsInvalid("spec_id", f"table {t.identifier} has no partition spec "
-                                           f"{spec_id}")
-    r.text_list("sort_by")
-    r.integer("target_size_bytes", minimum=1)
-    r.out["branch"] = r.ref_name("branch", required=False) or "main"
+    sort_by = r.text_list("sort_by")
+    target = r.integer("target_size_bytes", minimum=1)
+    branch = r.out["branch"] = r.ref_name("branch", required=False) or "main"
+    _floe_check("branch", lambda: check_rewrite_manifests(
+        t.metadata, table=t.identifier, spec_id=spec_id, sort_by=sort_by,
+        target_size_bytes=target, branch=branch))
 
 
 def _p_partition_stats(r: _Reader, t: Table) -> None:
-    _snapshot(r, t, required=False)
-    if all(s.is_unpartitioned for s in t.metadata.partition_specs):
-        raise TaskParamsInvalid("table", f"table {t.identifier} is not partitioned: partition "
-                                         "statistics need a partitioned table")
+    sid = _snapshot(r, t, required=False)
+    _floe_check("table", lambda: check_partition_stats(t.metadata, table=t.identifier,
+                                                       snapshot_id=sid))
 
 
 # --- kinds ----------------------------------------------------------------------------------------
@@ -513,18 +579,18 @@ class KindSpec:
 
 KINDS: dict[str, KindSpec] = {s.kind: s for s in (
     KindSpec(K.REFRESH_TABLE_STATS, None, changes_table=False, table_scoped=False),
-    KindSpec(K.ROLLBACK, _p_rollback),
-    KindSpec(K.SET_CURRENT, _p_snapshot),
-    KindSpec(K.CHERRY_PICK, _p_snapshot),
-    KindSpec(K.BRANCH_CREATE, _p_branch_create),
-    KindSpec(K.BRANCH_REPLACE, _p_ref_replace("branch")),
-    KindSpec(K.BRANCH_RENAME, _p_branch_rename),
-    KindSpec(K.BRANCH_REMOVE, _p_ref_remove("branch")),
-    KindSpec(K.BRANCH_FAST_FORWARD, _p_fast_forward),
-    KindSpec(K.TAG_CREATE, _p_tag_create),
-    KindSpec(K.TAG_REPLACE, _p_ref_replace("tag")),
-    KindSpec(K.TAG_REMOVE, _p_ref_remove("tag")),
-    KindSpec(K.REF_RETENTION, _p_retention),
+    KindSpec(K.ROLLBACK, _staged(K.ROLLBACK, _p_rollback)),
+    KindSpec(K.SET_CURRENT, _staged(K.SET_CURRENT, _p_snapshot)),
+    KindSpec(K.CHERRY_PICK, _staged(K.CHERRY_PICK, _p_snapshot)),
+    KindSpec(K.BRANCH_CREATE, _staged(K.BRANCH_CREATE, _p_branch_create)),
+    KindSpec(K.BRANCH_REPLACE, _staged(K.BRANCH_REPLACE, _p_ref_replace("branch"))),
+    KindSpec(K.BRANCH_RENAME, _staged(K.BRANCH_RENAME, _p_branch_rename)),
+    KindSpec(K.BRANCH_REMOVE, _staged(K.BRANCH_REMOVE, _p_ref_remove("branch"))),
+    KindSpec(K.BRANCH_FAST_FORWARD, _staged(K.BRANCH_FAST_FORWARD, _p_fast_forward)),
+    KindSpec(K.TAG_CREATE, _staged(K.TAG_CREATE, _p_tag_create)),
+    KindSpec(K.TAG_REPLACE, _staged(K.TAG_REPLACE, _p_ref_replace("tag"))),
+    KindSpec(K.TAG_REMOVE, _staged(K.TAG_REMOVE, _p_ref_remove("tag"))),
+    KindSpec(K.REF_RETENTION, _staged(K.REF_RETENTION, _p_retention)),
     KindSpec(K.EVOLVE, _p_evolve, preview=True),
     KindSpec(K.DELETE_ROWS, _p_delete, retry_on_conflict=True, preview=True),
     KindSpec(K.EXPORT, _p_export, changes_table=False, expensive_read=True),

@@ -28,10 +28,12 @@ from explorer.catalogs import catalog_call
 from explorer.errors import TableChangedSinceDryRun
 from explorer.models import TaskRun
 from explorer.selectors_changes import (
+    MANAGE_CHANGES,
     capped,
     compaction_engine,
     compaction_plan,
     evolve_stage,
+    manage_stage,
 )
 from explorer.task_runtime import RunContext
 from explorer.values import CsvWriter
@@ -80,33 +82,20 @@ def refresh_table_stats(ctx: RunContext) -> dict[str, Any]:
 # --- snapshot management and refs ---------------------------------------------------------------
 
 
-def _manage(change: Callable[[Any, dict[str, Any]], Any]) -> Runner:
-    """A ManageSnapshots change staged in a transaction, committed behind the cancel guard."""
+def _manage(kind: str) -> Runner:
+    """A ManageSnapshots change (the one validation staged too) committed behind the cancel
+    guard."""
 
     def run(ctx: RunContext) -> dict[str, Any]:
         table = _table(ctx)
         ctx.report("committing")
         txn = table.new_transaction()
-        change(txn.manage_snapshots(), ctx.params)
+        manage_stage(txn, kind=kind, params=ctx.params)
         ctx.commit(txn)
         return {**_state(table), "refs": {name: ref.snapshot_id
                                           for name, ref in table.metadata.refs.items()}}
 
     return run
-
-
-def _rollback(ms: Any, p: dict[str, Any]) -> None:
-    if p.get("snapshot_id") is not None:
-        ms.rollback_to(p["snapshot_id"])
-    else:
-        ms.rollback_to_time(p["timestamp_ms"])
-
-
-def _retention(p: dict[str, Any], *keys: str) -> dict[str, Any]:
-    return {k: p.get(k) for k in keys}
-
-
-_BRANCH_RETENTION = ("min_snapshots_to_keep", "max_snapshot_age_ms", "max_ref_age_ms")
 
 
 # --- evolution ----------------------------------------------------------------------------------
@@ -438,21 +427,7 @@ def compute_table_partition_stats(ctx: RunContext) -> dict[str, Any]:
 
 RUNNERS: dict[str, Runner] = {
     K.REFRESH_TABLE_STATS: refresh_table_stats,
-    K.ROLLBACK: _manage(_rollback),
-    K.SET_CURRENT: _manage(lambda ms, p: ms.set_current(p["snapshot_id"])),
-    K.CHERRY_PICK: _manage(lambda ms, p: ms.cherry_pick(p["snapshot_id"])),
-    K.BRANCH_CREATE: _manage(lambda ms, p: ms.create_branch(
-        p["name"], p.get("snapshot_id"), **_retention(p, *_BRANCH_RETENTION))),
-    K.BRANCH_REPLACE: _manage(lambda ms, p: ms.replace_branch(p["name"], p["snapshot_id"])),
-    K.BRANCH_RENAME: _manage(lambda ms, p: ms.rename_branch(p["name"], p["new_name"])),
-    K.BRANCH_REMOVE: _manage(lambda ms, p: ms.remove_branch(p["name"])),
-    K.BRANCH_FAST_FORWARD: _manage(lambda ms, p: ms.fast_forward(p["name"], p["to"])),
-    K.TAG_CREATE: _manage(lambda ms, p: ms.create_tag(
-        p["name"], p.get("snapshot_id"), **_retention(p, "max_ref_age_ms"))),
-    K.TAG_REPLACE: _manage(lambda ms, p: ms.replace_tag(p["name"], p["snapshot_id"])),
-    K.TAG_REMOVE: _manage(lambda ms, p: ms.remove_tag(p["name"])),
-    K.REF_RETENTION: _manage(lambda ms, p: ms.set_retention(
-        p["name"], **_retention(p, *_BRANCH_RETENTION))),
+    **{kind: _manage(kind) for kind in MANAGE_CHANGES},
     K.EVOLVE: evolve,
     K.DELETE_ROWS: delete_rows,
     K.EXPORT: export,

@@ -13,7 +13,14 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from explorer.models import CatalogGrant, TaskRun
-from tests.explorer.tasks_support import PASSWORD, client_for, load, make_table, user_with
+from tests.explorer.tasks_support import (
+    PASSWORD,
+    client_for,
+    load,
+    make_table,
+    rows,
+    user_with,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -28,6 +35,7 @@ def _lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     table = make_table(local, "ns")
     first = table.snapshots()[0].snapshot_id
     table.manage_snapshots().create_branch("dev", first).create_tag("t1", first).commit()
+    table.append(rows(1000, 10), wap_id="staged")  # the last snapshot: one to cherry-pick
     make_table(other, "ns")
     (root / "catalogs.toml").write_text(
         f'[catalogs.other]\ntype = "filesystem"\nwarehouse = "{other}"\n')

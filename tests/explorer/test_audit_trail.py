@@ -163,11 +163,12 @@ def test_a_failed_run_shows_in_the_table_audit_beside_the_versions(tmp_path: Pat
                                                                    settings: Any) -> None:
     settings.FLOE_WAREHOUSE = str(tmp_path)
     table = make_table(tmp_path, "ns")
-    first, _, third = (s.snapshot_id for s in table.snapshots())
-    table.manage_snapshots().set_current(first).commit()  # third is no longer an ancestor
+    first, second, _ = (s.snapshot_id for s in table.snapshots())
     mia = user_with("mia", "maintainer")
     run = services.task_submit(kind="rollback", params={
-        "namespace": "ns", "table": "events", "snapshot_id": third}, user=mia)
+        "namespace": "ns", "table": "events", "snapshot_id": second}, user=mia)
+    # before the run starts, main moves back: second is no longer an ancestor
+    table.manage_snapshots().set_current(first).commit()
     execute(run.pk, threaded=False, runner_for=runner_for)
     run.refresh_from_db()
     assert run.state == "FAILED" and "not an ancestor" in run.error

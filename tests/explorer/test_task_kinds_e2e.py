@@ -88,8 +88,14 @@ def test_rollback_by_id_and_by_time(maint: APIClient, on_worker: Worker, ns: str
     assert entry.duration_ms is not None and entry.started_at <= entry.finished_at
     assert done.result["snapshot_id"] == first.snapshot_id
 
-    # set-current moves main forward again (not an ancestor: a rollback would refuse)
-    run(maint, on_worker, "rollback", ns, expect="FAILED", snapshot_id=third.snapshot_id)
+    # set-current moves main forward again (not an ancestor: a rollback is refused before it
+    # is queued)
+    refused = maint.post("/api/tasks/", {"kind": "rollback", "params": {
+        "namespace": ns, "table": "events", "snapshot_id": third.snapshot_id}}, format="json")
+    assert refused.status_code == 400
+    assert "not an ancestor" in refused.json()["params"]["snapshot_id"][0]
+    assert not TaskRun.objects.filter(kind="rollback", params__snapshot_id=third.snapshot_id
+                                      ).exists()
     run(maint, on_worker, "set_current", ns, snapshot_id=third.snapshot_id)
     assert load(on_worker.warehouse, ns).current_snapshot().snapshot_id == third.snapshot_id  # type: ignore[union-attr]
     run(maint, on_worker, "rollback", ns, timestamp_ms=second.timestamp_ms)
