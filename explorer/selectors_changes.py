@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
+from explorer.units import size_text
 from floe.cli_evolve import CHANGES as EVOLVE_CHANGES
 from floe.errors import ValidationError
 from floe.maintenance.compaction_plan import CompactionPlan, plan_compaction
@@ -239,15 +240,14 @@ def compaction_engine(*, engine: str, input_bytes: int) -> tuple[str, str]:
             raise ValidationError("engine spark was asked for but floe.spark.compaction "
                                   "(PySpark) cannot be imported on this server")
         return "spark", "engine spark was asked for"
+    size, limit = size_text(input_bytes), size_text(threshold)
     if input_bytes <= threshold:
-        return "local", (f"the input ({input_bytes:,} bytes) is at most "
-                         f"FLOE_COMPACTION_SPARK_MIN_BYTES ({threshold:,})")
+        return "local", (f"the input ({size}) is at most FLOE_COMPACTION_SPARK_MIN_BYTES "
+                         f"({limit})")
     if not spark_compaction_available():
-        return "local", (f"the input ({input_bytes:,} bytes) exceeds "
-                         f"FLOE_COMPACTION_SPARK_MIN_BYTES ({threshold:,}) but Spark is not "
-                         "available here")
-    return "spark", (f"the input ({input_bytes:,} bytes) exceeds "
-                     f"FLOE_COMPACTION_SPARK_MIN_BYTES ({threshold:,})")
+        return "local", (f"the input ({size}) exceeds FLOE_COMPACTION_SPARK_MIN_BYTES "
+                         f"({limit}) but Spark is not available here")
+    return "spark", f"the input ({size}) exceeds FLOE_COMPACTION_SPARK_MIN_BYTES ({limit})"
 
 
 def compaction_plan(*, table: Table, params: Mapping[str, Any]) -> CompactionPlan:

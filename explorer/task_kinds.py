@@ -642,6 +642,10 @@ def _confirm(spec: KindSpec, raw: Any) -> Validated:
         if params[key] is not None and params[key] != getattr(dry, key):
             raise TaskParamsInvalid(key, f"dry run {run_id} is for "
                                          f"{dry.catalog}:{dry.identifier}, not this {key}")
+    if dry.result.get("nothing_to_do"):
+        raise TaskParamsInvalid("dry_run_task_id", f"dry run {run_id} found nothing to do "
+                                                   f"({dry.result.get('note') or 'empty plan'})"
+                                                   ": there is nothing to confirm")
     taken = dry.confirmations.exclude(state__in=(TaskRun.State.FAILED, TaskRun.State.CANCELLED))
     if taken.exists():
         raise TaskParamsInvalid("dry_run_task_id", f"dry run {run_id} was already confirmed "

@@ -234,6 +234,7 @@ def _expire_json(r: ExpireResult) -> dict[str, Any]:
             "data_files", "position_delete_files", "equality_delete_files", "manifests",
             "manifest_lists", "statistics_files", "partition_statistics_files")},
         "warnings": list(r.warnings),
+        "nothing_to_do": r.nothing_to_do, "note": r.note,
     }
 
 
@@ -324,7 +325,8 @@ def _orphans_json(r: OrphanResult) -> dict[str, Any]:
     return {"location": r.location, "older_than_ms": r.older_than_ms,
             "listed_files": r.listed_files, "candidate_files": r.candidate_files,
             "orphan_files": capped(r.orphan_files),
-            "ignored_prefix_mismatches": capped(r.ignored_prefix_mismatches)}
+            "ignored_prefix_mismatches": capped(r.ignored_prefix_mismatches),
+            "nothing_to_do": not r.orphan_files, "note": r.note}
 
 
 def orphans_dry_run(ctx: RunContext) -> dict[str, Any]:

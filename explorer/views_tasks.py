@@ -162,7 +162,8 @@ def task_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "can_cancel": can_change and not run.is_finished,
         "confirm_kind": confirm_kind, "confirmation": confirmation,
         "can_confirm": bool(confirm_kind and can_change and confirmation is None
-                            and run.state == TaskRun.State.SUCCEEDED),
+                            and run.state == TaskRun.State.SUCCEEDED
+                            and not result.get("nothing_to_do")),
         "can_download": run.kind == TaskRun.Kind.EXPORT and run.state == TaskRun.State.SUCCEEDED
         and bool(run.artifact) and permissions.can_download(user=request.user, run=run),
         "params_json": json.dumps(run.params, indent=1, default=str),

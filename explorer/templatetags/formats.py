@@ -1,6 +1,7 @@
 """Numbers for people, the same on every page (a builtin of the templates, no ``load``):
 ``{{ n|bytes }}`` is a size in binary units (KiB, MiB, …, as the charts' axes) with the exact
-byte count on hover; ``{{ n|count }}`` a count with thousands separators, "—" for unknown."""
+byte count on hover, ``{{ text|sizes }}`` the same for the byte counts of a sentence;
+``{{ n|count }}`` a count with thousands separators, "—" for unknown."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from django.contrib.humanize.templatetags.humanize import intcomma
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from explorer.units import size_text
+from explorer.units import size_text, sizes_in_text
 
 register = template.Library()
 
@@ -25,6 +26,12 @@ def bytes_(n: Any) -> str:
         return str(n)
     return format_html('<span class="size" title="{} bytes">{}</span>', intcomma(number),
                        size_text(number))
+
+
+@register.filter
+def sizes(text: Any) -> str:
+    """A sentence with its byte counts (``… 536870912 bytes …``) in binary units."""
+    return sizes_in_text(str(text))
 
 
 @register.filter
