@@ -34,6 +34,8 @@ task_patterns = (
     "tasks",
 )
 
+handler404 = "explorer.views.page_not_found"
+
 urlpatterns = [
     path("", include(explorer_patterns)),
     path("", include(views_scan.scan_patterns)),  # partitions, scan plan, preview

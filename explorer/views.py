@@ -92,3 +92,10 @@ def catalog_namespaces(request: HttpRequest, catalog: str) -> HttpResponse:
 def catalogs_index(request: HttpRequest) -> HttpResponse:
     """``/catalogs/``: every catalog is on the table list."""
     return redirect("explorer:tables")
+
+
+def page_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """Any URL no page has (Django's ``handler404``): the site's 404 page naming the path,
+    with the way back, instead of a bare "Not Found"."""
+    return render(request, "explorer/error.html", {
+        "status": 404, "detail": f"there is no page at {request.path}"}, status=404)

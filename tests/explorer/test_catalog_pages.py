@@ -116,3 +116,11 @@ def test_the_pages_need_the_viewer_role_on_the_catalog(tmp_path: Path, settings:
     for url in ("/catalogs/local/", "/catalogs/local/namespaces/ns/"):
         refused = client.get(url)
         assert refused.status_code == 403 and "viewer role" in refused.content.decode(), url
+
+
+def test_a_url_no_page_has_is_the_sites_404_page(client: Client, warehouse: Path) -> None:
+    response = client.get("/catalogs/local/namespaces/sales/nothing-here/")
+    assert response.status_code == 404
+    page = response.content.decode()
+    assert "<h1>Not found</h1>" in page and "there is no page at /catalogs/local/namespaces/"\
+        "sales/nothing-here/" in page and 'href="/"' in page
