@@ -4,7 +4,7 @@ from typing import Any
 
 from rest_framework import pagination
 
-from floe.errors import ValidationError
+from floe.errors import InvalidArgument
 
 
 class PageNumberPagination(pagination.PageNumberPagination):
@@ -28,13 +28,14 @@ class PageNumberPagination(pagination.PageNumberPagination):
             try:
                 number = int(raw)
             except ValueError:
-                raise ValidationError(
-                    f"query parameter 'page' must be a page number or 'last', got {raw!r}"
+                raise InvalidArgument(
+                    "page", f"query parameter 'page' must be a page number or 'last', got {raw!r}"
                 ) from None
         if not 1 <= number <= paginator.num_pages:
-            raise ValidationError(
-                f"page {number} does not exist: there {'is' if paginator.num_pages == 1 else 'are'}"
-                f" {paginator.num_pages} page{'' if paginator.num_pages == 1 else 's'} of"
+            one = paginator.num_pages == 1
+            raise InvalidArgument(
+                "page", f"page {number} does not exist: there {'is' if one else 'are'}"
+                f" {paginator.num_pages} page{'' if one else 's'} of"
                 f" {page_size} (query parameter 'page')")
         self.page = paginator.page(number)
         if paginator.num_pages > 1 and self.template is not None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, JsonResponse
+from typing import Any
+
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -15,6 +16,7 @@ from rest_framework.views import APIView
 
 from api import serializers
 from explorer import permissions, selectors
+from floe.errors import NotFound
 
 CATALOG = OpenApiParameter("catalog", OpenApiTypes.STR, OpenApiParameter.PATH, description="Catalog name")
 NAMESPACE = OpenApiParameter(
@@ -95,8 +97,16 @@ class ApiRootView(APIView):
         })
 
 
-def api_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
-    """Every /api/ URL no route matches: a JSON 404 (Django's would be an HTML page)."""
-    return JsonResponse({"detail": f"no API endpoint at {request.path}; the entry points are"
-                                   f" listed at {reverse('api-root')}", "error": "NotFound"},
-                        status=404)
+@extend_schema(exclude=True)
+class NotFoundView(APIView):
+    """Every /api/ URL no route matches, whatever the method: a JSON 404. A DRF view, so
+    token clients are not asked for the CSRF token a plain Django view wants on POST, PUT,
+    PATCH and DELETE (that was a CSRF 403 page), and the error has the API's one shape."""
+
+    permission_classes = [AllowAny]  # nothing here to protect; the 404 says so to anyone
+
+    def _missing(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        raise NotFound(f"no API endpoint at {request.path}; the entry points are listed at "
+                       f"{reverse('api-root')}")
+
+    get = post = put = patch = delete = head = options = _missing

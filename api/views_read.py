@@ -20,7 +20,7 @@ from api.views import CATALOG, NAMESPACE, TABLE
 from explorer import ratelimit, selectors
 from explorer import selectors_scan as scan
 from explorer.values import rows_json
-from floe.errors import ValidationError
+from floe.errors import InvalidArgument
 
 _SELECTION = [
     OpenApiParameter("snapshot", OpenApiTypes.INT64, required=False,
@@ -209,7 +209,8 @@ class ExportView(GenericAPIView):  # type: ignore[type-arg]
         q = request.query_params
         fmt = q.get("format", "")
         if fmt not in scan.EXPORT_FORMATS:
-            raise ValidationError(
+            raise InvalidArgument(
+                "format",
                 f"query parameter 'format' must be one of {', '.join(scan.EXPORT_FORMATS)}")
         selection = _selection(request, t)
         row_filter = scan.filter_check(table=t, selection=selection, text=q.get("filter", ""))

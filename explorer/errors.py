@@ -1,11 +1,21 @@
 """The one mapping from floe's domain errors to HTTP statuses, for pages and the API alike,
-and the errors the explorer adds to floe's."""
+and the errors the explorer adds to floe's.
+
+The body of an error (the API's JSON, the error page's context) is one shape: ``error``, the
+error's class name, which says what went wrong (``Forbidden``, ``NotFound``,
+``FilterTooDeep``, ``InvalidArgument``...), and ``detail``, a sentence; ``param`` when one
+input is at fault (the query parameter or field it came as), ``location`` when a file cannot
+be read, ``limit`` (bytes) when a request body is too large, and, for a task submission, the
+message under ``kind`` or ``params`` (``{"params": {"filter": ["..."]}}``) as a form shows it.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from floe import errors
+from floe.catalog.base import UnsupportedOperation
+from floe.io.readers import UnsupportedDeletes
 
 
 class OutsideWarehouse(errors.MetadataError):
@@ -51,6 +61,15 @@ class AccessInvalid(errors.ValidationError):
         self.param = param
 
 
+class RequestTooLarge(errors.FloeError):
+    """A request body larger than the site accepts (Django's DATA_UPLOAD_MAX_MEMORY_SIZE); the
+    message says the limit, ``limit`` is it in bytes (413)."""
+
+    def __init__(self, message: str, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
 class TableChangedSinceDryRun(errors.FloeError):
     """A confirm step refused to run: the table is no longer at the metadata file its dry
     run planned from, or the plan is no longer the dry run's (409; run the dry run again).
@@ -61,6 +80,7 @@ class TableChangedSinceDryRun(errors.FloeError):
 _STATUS_BY_ERROR: tuple[tuple[type[errors.FloeError], int], ...] = (
     (CatalogUnavailable, 503),
     (Forbidden, 403),
+    (RequestTooLarge, 413),
     (RateLimited, 429),
     (TableChangedSinceDryRun, 409),
     (errors.NotFound, 404),
@@ -69,6 +89,10 @@ _STATUS_BY_ERROR: tuple[tuple[type[errors.FloeError], int], ...] = (
     (errors.CommitStateUnknown, 503),
     # The request was fine; a file it needs cannot be read. The message names the file.
     (errors.MetadataError, 422),
+    # The request was fine; floe cannot do it for this table or catalog (deletes it cannot
+    # apply, a rename a file-system catalog cannot make). The message says what.
+    (UnsupportedDeletes, 422),
+    (UnsupportedOperation, 422),
 )
 
 
@@ -81,9 +105,15 @@ def domain_error_status(exc: BaseException) -> int | None:
 
 
 def domain_error_body(exc: BaseException) -> dict[str, Any]:
-    body: dict[str, Any] = {"detail": str(exc), "error": type(exc).__name__}
+    """The error's body (the module's one shape)."""
+    body: dict[str, Any] = {"error": type(exc).__name__, "detail": str(exc)}
+    param = getattr(exc, "param", None) or getattr(exc, "argument", None)
+    if isinstance(param, str):
+        body["param"] = param
     if isinstance(exc, errors.MetadataError):
         body["location"] = exc.location
+    if isinstance(exc, RequestTooLarge):
+        body["limit"] = exc.limit
     if isinstance(exc, TaskParamsInvalid):
         if exc.param == "kind":
             body["kind"] = [str(exc)]

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from explorer.cache import CACHE
 from explorer.values import CsvWriter
-from floe.errors import ValidationError
+from floe.errors import InvalidArgument
 from floe.expressions import bind, parse_filter
 from floe.io.parquet import schema_to_arrow
 from floe.io.readers import read_plan
@@ -57,13 +57,14 @@ def selection_parse(*, snapshot: str | None = None, as_of: str | None = None,
     offset), ``ref`` a branch or tag name; empty strings count as absent."""
     snapshot, as_of, ref = (v.strip() if v else None for v in (snapshot, as_of, ref))
     if sum(v is not None for v in (snapshot, as_of, ref)) > 1:
-        raise ValidationError("choose at most one of snapshot, as_of and ref")
+        raise InvalidArgument("snapshot", "choose at most one of snapshot, as_of and ref")
     snapshot_id = None
     if snapshot:
         try:
             snapshot_id = int(snapshot)
         except ValueError:
-            raise ValidationError(f"snapshot {snapshot!r} is not a snapshot id") from None
+            raise InvalidArgument("snapshot",
+                                  f"snapshot {snapshot!r} is not a snapshot id") from None
     as_of_ms = None
     if as_of:
         as_of_ms = _parse_time_ms(as_of)
@@ -76,8 +77,9 @@ def _parse_time_ms(text: str) -> int:
     try:
         when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise ValidationError(
-            f"as_of {text!r} is neither epoch milliseconds nor an ISO-8601 time") from None
+        raise InvalidArgument(
+            "as_of", f"as_of {text!r} is neither epoch milliseconds nor an ISO-8601 time"
+        ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.UTC)
     return int(when.timestamp() * 1000)
@@ -90,9 +92,9 @@ def limit_parse(text: str | None) -> int:
     try:
         n = int(text or "")
     except ValueError:
-        raise ValidationError(f"limit {text!r} is not a number") from None
+        raise InvalidArgument("limit", f"limit {text!r} is not a number") from None
     if not 1 <= n <= PREVIEW_MAX_ROWS:
-        raise ValidationError(f"limit must be between 1 and {PREVIEW_MAX_ROWS}")
+        raise InvalidArgument("limit", f"limit must be between 1 and {PREVIEW_MAX_ROWS}")
     return n
 
 
@@ -101,30 +103,31 @@ def _when(ms: int) -> str:
 
 
 def selection_check(*, table: Table, selection: Selection) -> None:
-    """ValidationError, in the table's name and dates, when the selection names no state of
+    """InvalidArgument, in the table's name and dates, when the selection names no state of
     the table (floe's own messages name the table's directory and epoch milliseconds)."""
     md = table.metadata
     name = ".".join([*table.identifier.namespace, table.identifier.name])
     if selection.ref is not None and selection.ref not in md.refs and selection.ref != "main":
         known = ", ".join(sorted(md.refs)) or "none"
-        raise ValidationError(
-            f"{name} has no branch or tag named {selection.ref!r} (its refs: {known})")
+        raise InvalidArgument(
+            "ref", f"{name} has no branch or tag named {selection.ref!r} (its refs: {known})")
     if selection.snapshot_id is not None and all(
             s.snapshot_id != selection.snapshot_id for s in md.snapshots):
-        raise ValidationError(f"{selection.snapshot_id} is not a snapshot of {name}")
+        raise InvalidArgument("snapshot",
+                              f"{selection.snapshot_id} is not a snapshot of {name}")
     if selection.as_of_ms is not None and md.snapshot_as_of(selection.as_of_ms) is None:
         times = sorted(entry.timestamp_ms for entry in md.snapshot_log)
         if not times:
-            raise ValidationError(f"{name} has no snapshot log to read as of a time")
+            raise InvalidArgument("as_of", f"{name} has no snapshot log to read as of a time")
         if selection.as_of_ms < times[0]:
-            raise ValidationError(
-                f"{_when(selection.as_of_ms)} is before the first snapshot of {name}"
+            raise InvalidArgument(
+                "as_of", f"{_when(selection.as_of_ms)} is before the first snapshot of {name}"
                 f" ({_when(times[0])}); choose a time from {_when(times[0])} on")
 
 
 def filter_check(*, table: Table, selection: Selection, text: str) -> str | None:
     """The filter text if it parses and binds to the schema the selection reads with;
-    ValidationError (with the position of a parse error) otherwise."""
+    FilterInvalid (with the position of a parse error) or FilterTooDeep otherwise."""
     text = text.strip()
     if not text:
         return None
@@ -144,8 +147,8 @@ def columns_parse(*, table: Table, selection: Selection, text: str) -> list[str]
     known = {f.name for f in schema.fields}
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise ValidationError(
-            f"unknown column {unknown[0]!r}; columns are {', '.join(sorted(known))}")
+        raise InvalidArgument(
+            "columns", f"unknown column {unknown[0]!r}; columns are {', '.join(sorted(known))}")
     return names
 
 
@@ -359,7 +362,8 @@ def table_export(*, table: Table, selection: Selection, row_filter: str | None,
     """At most :data:`EXPORT_MAX_ROWS` rows as CSV (explorer.values.CsvWriter: nested
     values as JSON text) or Parquet bytes, and the row count."""
     if fmt not in EXPORT_FORMATS:
-        raise ValidationError(f"format {fmt!r} is not one of {', '.join(EXPORT_FORMATS)}")
+        raise InvalidArgument("format",
+                              f"format {fmt!r} is not one of {', '.join(EXPORT_FORMATS)}")
     plan, rows = table_preview(table=table, selection=selection, row_filter=row_filter,
                                columns=columns, limit=EXPORT_MAX_ROWS)
     sink = _pyio.BytesIO()

@@ -341,20 +341,20 @@ def _audit_grant(*, actor: Any, via: str, action: str, grant: CatalogGrant) -> N
 
 def _grant_check(*, username: Any, catalog: Any, role: Any) -> tuple[Any, str, str]:
     if not isinstance(username, str) or not username:
-        raise TaskParamsInvalid("user", "user must be a user name")
+        raise AccessInvalid("user", "user must be a user name")
     if not isinstance(catalog, str) or not catalog:
-        raise TaskParamsInvalid("catalog", "catalog must be a catalog name or *")
+        raise AccessInvalid("catalog", "catalog must be a catalog name or *")
     if not isinstance(role, str) or role.lower() not in CatalogGrant.Role.values:
-        raise TaskParamsInvalid("role", f"role {role!r} is not one of "
-                                        f"{', '.join(CatalogGrant.Role.values)}")
+        raise AccessInvalid("role", f"role {role!r} is not one of "
+                                    f"{', '.join(CatalogGrant.Role.values)}")
     if catalog != CatalogGrant.EVERY_CATALOG:
         try:
             catalog_info(catalog)
         except NotFound as exc:
-            raise TaskParamsInvalid("catalog", str(exc)) from None
+            raise AccessInvalid("catalog", str(exc)) from None
     user = get_user_model().objects.filter(**{get_user_model().USERNAME_FIELD: username}).first()
     if user is None:
-        raise TaskParamsInvalid("user", f"user {username!r} does not exist")
+        raise AccessInvalid("user", f"user {username!r} does not exist")
     return user, catalog, role.lower()
 
 
@@ -376,7 +376,7 @@ def grant_add(*, actor: Any, username: Any, catalog: Any, role: Any,
     """Give ``username`` ``role`` on ``catalog`` (``*``: every catalog), replacing the role
     they had there. Needs admin on that catalog."""
     if not isinstance(catalog, str) or not catalog:
-        raise TaskParamsInvalid("catalog", "catalog must be a catalog name or *")
+        raise AccessInvalid("catalog", "catalog must be a catalog name or *")
     permissions.require_administer(user=actor, catalog=catalog)
     return _grant_put(actor=actor, via=via, username=username, catalog=catalog, role=role)
 

@@ -240,7 +240,11 @@ SPECTACULAR_SETTINGS = {
                    "[/api/schema/](/api/schema/?format=json).\n\n"
                    "JSON has no numbers for NaN and the infinities: wherever a float is not "
                    "finite (row values, bounds, partition values), a response has the string "
-                   '"NaN", "Infinity" or "-Infinity" instead.',
+                   '"NaN", "Infinity" or "-Infinity" instead.\n\n'
+                   "Every error is a JSON object: `error` names what went wrong (`NotFound`, "
+                   "`Forbidden`, `InvalidArgument`, `FilterInvalid`, `FilterTooDeep`, "
+                   "`TaskParamsInvalid`, `RequestTooLarge`...), `detail` says it in a sentence, "
+                   "`param` names the query parameter or field at fault when there is one.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,

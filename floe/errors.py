@@ -21,7 +21,12 @@ class InvalidArgument(ValidationError):
         self.argument = argument
 
 
-class FilterTooDeep(ValidationError):
+class FilterInvalid(ValidationError):
+    """A filter that does not parse (the message names the position) or does not bind to the
+    schema (an unknown column, a value that is not of the column's type, ...)."""
+
+
+class FilterTooDeep(FilterInvalid):
     """A filter nests more levels than floe walks (floe.expressions.MAX_DEPTH): refused whole,
     with the same message wherever it is typed."""
 

@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, TypeVar
 
-from floe.errors import FilterTooDeep, ValidationError
+from floe.errors import FilterInvalid, FilterTooDeep, ValidationError
 from floe.expressions.literals import AboveMax, BelowMin, Literal, literal
 from floe.schema import Schema, unknown_column
 from floe.types import (
@@ -491,7 +491,7 @@ NotNaN._negation = IsNaN
 
 def _check_literal(lit: Literal, pred: str) -> Literal:
     if isinstance(lit.value, float) and math.isnan(lit.value):
-        raise ValidationError(f"{pred} with NaN is never true: use IS NAN / IS NOT NAN")
+        raise FilterInvalid(f"{pred} with NaN is never true: use IS NAN / IS NOT NAN")
     return lit
 
 
@@ -688,12 +688,12 @@ class _Binder:
         try:
             fid = self.schema.find_field_id(name, self.case_sensitive)
         except ValidationError:
-            raise ValidationError(self._unknown(name)) from None
+            raise FilterInvalid(self._unknown(name)) from None
         field = self.schema.find_field(fid)
         if fid not in self.accessors:
-            raise ValidationError(f"cannot filter on {name!r}: it is inside a list or a map")
+            raise FilterInvalid(f"cannot filter on {name!r}: it is inside a list or a map")
         if not isinstance(field.field_type, PrimitiveType):
-            raise ValidationError(
+            raise FilterInvalid(
                 f"cannot filter on {name!r}: it is a {field.field_type}, not a primitive type"
             )
         positions, names = self.accessors[fid]
@@ -712,13 +712,13 @@ class _Binder:
             return self.predicate(expr, self.ref(expr.term.name))
         if isinstance(expr, (AlwaysTrue, AlwaysFalse)):
             return expr
-        raise ValidationError(f"cannot bind {expr!r}")
+        raise FilterInvalid(f"cannot bind {expr!r}")
 
     def predicate(self, pred: Predicate, ref: BoundReference) -> BooleanExpression:
         field, t = ref.field, ref.type
         if isinstance(pred, UnaryPredicate):
             if isinstance(pred, (IsNaN, NotNaN)) and not isinstance(t, (FloatType, DoubleType)):
-                raise ValidationError(f"{pred}: {ref.name} is a {t}, IS NAN needs float or double")
+                raise FilterInvalid(f"{pred}: {ref.name} is a {t}, IS NAN needs float or double")
             if field.required and isinstance(pred, IsNull):
                 return AlwaysFalse()
             if field.required and isinstance(pred, NotNull):
@@ -726,7 +726,7 @@ class _Binder:
             return type(pred)(ref)
         if isinstance(pred, LiteralPredicate):
             if isinstance(pred, (StartsWith, NotStartsWith)) and not isinstance(t, StringType):
-                raise ValidationError(f"{pred}: {ref.name} is a {t}, STARTS WITH needs a string")
+                raise FilterInvalid(f"{pred}: {ref.name} is a {t}, STARTS WITH needs a string")
             lit = self.convert(pred, pred.literal, ref)
             if isinstance(lit, AboveMax):
                 return AlwaysTrue() if isinstance(pred, (LessThan, LessThanOrEqual, NotEqualTo)) \
@@ -739,13 +739,13 @@ class _Binder:
             lits = [self.convert(pred, lit, ref) for lit in pred.ordered]
             kept = [lit for lit in lits if not isinstance(lit, (AboveMax, BelowMin))]
             return type(pred)(ref, kept)
-        raise ValidationError(f"cannot bind {pred!r}")
+        raise FilterInvalid(f"cannot bind {pred!r}")
 
     def convert(self, pred: Predicate, lit: Literal, ref: BoundReference) -> Literal:
         try:
             return lit.to(ref.type)
         except ValidationError as e:
-            raise ValidationError(
+            raise FilterInvalid(
                 f"{pred}: cannot compare {ref.name} ({ref.type}) with {lit}: {e}"
             ) from None
 
@@ -753,9 +753,10 @@ class _Binder:
 def bind(schema: Schema, expr: BooleanExpression, case_sensitive: bool = True) -> BooleanExpression:
     """The expression with every reference bound to ``schema`` and literals converted.
 
-    Raises :class:`ValidationError` for an unknown column (naming close names), a literal
-    that does not convert to the column's type, IS NAN on a non-float column, STARTS WITH on
-    a non-string column; :class:`~floe.errors.FilterTooDeep` when the result nests deeper
+    Raises :class:`~floe.errors.FilterInvalid` (a ValidationError) for an unknown column
+    (naming close names), a literal that does not convert to the column's type, IS NAN on a
+    non-float column, STARTS WITH on a non-string column; its subclass
+    :class:`~floe.errors.FilterTooDeep` when the result nests deeper
     than :data:`MAX_DEPTH` (chains of AND / OR are rebuilt balanced first, so only nesting
     counts, not length). Null tests of required columns become constants.
     """

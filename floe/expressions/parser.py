@@ -16,8 +16,8 @@ Grammar (keywords case-insensitive; precedence NOT > AND > OR)::
 
 Strings are ``'...'`` with ``''`` for a quote. Numbers: integers are longs, numbers with a
 fraction are decimals (exact), numbers with an exponent are doubles. Errors are
-:class:`ValidationError` with the 1-based position and a caret line (under a window of a long
-filter's text).
+:class:`~floe.errors.FilterInvalid` (a ValidationError) with the 1-based position and a caret
+line (under a window of a long filter's text).
 
 Length is free: the parser does not recurse, and a chain of n terms joined by OR (AND) is a
 balanced tree log2(n) levels deep. Nesting is not: a filter deeper than
@@ -33,7 +33,7 @@ from decimal import Decimal
 from typing import Any
 
 from floe.conversions import from_json_value
-from floe.errors import ValidationError
+from floe.errors import FilterInvalid, ValidationError
 from floe.expressions.base import (
     MAX_DEPTH,
     AlwaysFalse,
@@ -135,12 +135,12 @@ def _tokenize(text: str) -> list[_Token]:
 _CONTEXT = 60
 
 
-def _error(text: str, pos: int, message: str) -> ValidationError:
+def _error(text: str, pos: int, message: str) -> FilterInvalid:
     start = max(0, pos - _CONTEXT)
     shown = text[start:pos + _CONTEXT]
     before, after = ("…" if start else ""), ("…" if pos + _CONTEXT < len(text) else "")
     caret = " " * (pos - start + len(before))
-    return ValidationError(
+    return FilterInvalid(
         f"cannot parse filter at position {pos + 1}: {message}\n  {before}{shown}{after}\n"
         f"  {caret}^"
     )
@@ -175,7 +175,7 @@ class _Parser:
     def tok(self) -> _Token:
         return self.tokens[self.i]
 
-    def fail(self, message: str, tok: _Token | None = None) -> ValidationError:
+    def fail(self, message: str, tok: _Token | None = None) -> FilterInvalid:
         t = tok or self.tok
         found = "end of input" if t.kind == "end" else repr(t.text)
         return _error(self.text, t.pos, f"{message}, found {found}")
