@@ -30,6 +30,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api import serializers
+from api.renderers import FloeJSONRenderer
 from api.views import CATALOG, NAMESPACE, TABLE
 from explorer import ratelimit, selectors, services
 from explorer.selectors_audit import (
@@ -42,6 +43,7 @@ from explorer.selectors_audit import (
     task_runs,
     time_parse,
 )
+from explorer.values import json_text
 
 
 def _via(request: Request) -> str:
@@ -134,7 +136,7 @@ class CSVRenderer(renderers.BaseRenderer):
 def _json_lines(entries: Any) -> Iterator[str]:
     yield "["
     for i, entry in enumerate(entries.iterator()):
-        yield ("," if i else "") + json.dumps(audit_json(entry), default=str)
+        yield ("," if i else "") + json_text(audit_json(entry), default=str)
     yield "]\n"
 
 
@@ -144,7 +146,7 @@ class AuditViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):  # type: ign
     as a download. Read-only: nothing can change or delete an entry."""
 
     serializer_class = serializers.AuditEntrySerializer
-    renderer_classes = [renderers.JSONRenderer, renderers.BrowsableAPIRenderer, CSVRenderer]
+    renderer_classes = [FloeJSONRenderer, renderers.BrowsableAPIRenderer, CSVRenderer]
 
     def get_queryset(self) -> Any:
         q = self.request.query_params
