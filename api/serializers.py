@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.urls import reverse
 from rest_framework import serializers
 
+from explorer import task_outcomes
 from explorer.models import AuditEntry, CatalogGrant, TaskRun
 from explorer.selectors_audit import AUDIT_CSV_COLUMNS, entry_words
 
@@ -46,18 +47,30 @@ class TaskRunSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     cancel_requested = serializers.BooleanField(read_only=True)
     download = serializers.SerializerMethodField(
         help_text="An export's file (for its creator), while it is kept")
+    outcome = serializers.SerializerMethodField(
+        help_text="What happened, in one sentence, once the run finished (null before)")
+    progress_text = serializers.SerializerMethodField(
+        help_text="What the task pages show beside the progress bar: the stage and its "
+                  "counts while it runs, the outcome once it finished")
 
     class Meta:
         model = TaskRun
         fields = [
             "id", "kind", "state", "catalog", "namespace", "table", "params", "progress",
-            "stage", "progress_done", "progress_total", "progress_detail", "result", "error",
+            "stage", "progress_done", "progress_total", "progress_detail", "outcome",
+            "progress_text", "result", "error",
             "created_by", "created_via", "created_at", "started_at", "heartbeat_at",
             "finished_at", "updated_at", "cancel_requested", "cancel_requested_at",
             "cancelled_by", "attempts", "source_run", "metadata_before", "snapshot_before",
             "download",
         ]
         read_only_fields = fields
+
+    def get_outcome(self, run: TaskRun) -> str | None:
+        return task_outcomes.outcome(run)
+
+    def get_progress_text(self, run: TaskRun) -> str:
+        return task_outcomes.progress_text(run)
 
     def get_download(self, run: TaskRun) -> str | None:
         if run.kind != TaskRun.Kind.EXPORT or run.state != TaskRun.State.SUCCEEDED \

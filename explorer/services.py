@@ -187,17 +187,19 @@ def task_run_started(*, task_run_id: int, metadata_before: str,
                                                   snapshot_before=snapshot_before)
 
 
+def _progress_fields(progress: Progress) -> dict[str, Any]:
+    return {"stage": progress.stage[:64], "progress_done": progress.done,
+            "progress_total": progress.total, "progress_detail": progress.detail[:255],
+            "progress": min(99, int((progress.fraction or 0.0) * 100))}
+
+
 def task_run_beat(*, task_run_id: int, progress: Progress | None = None) -> bool:
     """Write the heartbeat (and progress, when given); False when the run should stop: a
     cancel was requested, or it is no longer RUNNING (the reaper gave up on it)."""
     now = timezone.now()
     fields: dict[str, Any] = {"heartbeat_at": now, "updated_at": now}
     if progress is not None:
-        fraction = progress.fraction
-        fields.update(
-            stage=progress.stage[:64], progress_done=progress.done,
-            progress_total=progress.total, progress_detail=progress.detail[:255],
-            progress=min(99, int((fraction or 0.0) * 100)))
+        fields.update(_progress_fields(progress))
     TaskRun.objects.filter(pk=task_run_id, state=State.RUNNING).update(**fields)
     return task_run_wanted(task_run_id=task_run_id)
 
@@ -222,12 +224,16 @@ def task_run_attempt_failed(*, task_run_id: int, error: str) -> None:
 
 
 def task_run_finish(*, task_run_id: int, state: str, result: dict[str, Any] | None = None,
-                    error: str = "", after: tuple[str, int | None] | None = None) -> None:
-    """RUNNING → SUCCEEDED / FAILED / CANCELLED, then the audit entry of a table change (also
-    when the reaper failed the run meanwhile: the change happened, the trail says so)."""
+                    error: str = "", after: tuple[str, int | None] | None = None,
+                    progress: Progress | None = None) -> None:
+    """RUNNING → SUCCEEDED / FAILED / CANCELLED, recording how far it got (``progress``: its
+    milestone, explorer.task_outcomes), then the audit entry of a table change (also when the
+    reaper failed the run meanwhile: the change happened, the trail says so)."""
     now = timezone.now()
     fields: dict[str, Any] = {"state": state, "result": result, "error": error,
                               "finished_at": now, "updated_at": now}
+    if progress is not None:
+        fields.update(_progress_fields(progress))
     if state == State.SUCCEEDED:
         fields["progress"] = 100
     outcome = {State.SUCCEEDED: AuditEntry.Outcome.SUCCEEDED,

@@ -32,6 +32,7 @@ from django.db import connections
 from explorer import selectors, services
 from explorer.models import TaskRun
 from explorer.task_kinds import KINDS
+from explorer.task_outcomes import milestone
 from floe.errors import CommitConflict, FloeError
 from floe.maintenance import Cancelled, Progress
 from floe.metadata import TableMetadata
@@ -75,6 +76,8 @@ class RunContext:
         self._lock = threading.Lock()
         self._latest: Progress | None = None
         self._written: Progress | None = None
+        # the latest report of each stage, oldest stage first (explorer.task_outcomes.milestone)
+        self._stages: dict[str, Progress] = {}
         self._last_beat = 0.0
         self._cancel = threading.Event()
         self._stop = threading.Event()
@@ -87,11 +90,18 @@ class RunContext:
         SoftTimeLimitExceeded past the soft time limit."""
         with self._lock:
             self._latest = progress
+            self._stages.pop(progress.stage, None)
+            self._stages[progress.stage] = progress
         if not self.threaded and time.monotonic() - self._last_beat >= self.interval:
             self.beat()
         self.check_cancelled()
         if self._deadline is not None and time.monotonic() > self._deadline:
             raise SoftTimeLimitExceeded(f"task run {self.run_id} ran past its soft time limit")
+
+    def milestone(self) -> Progress | None:
+        """How far the run got, in the terms of its outer stage (what it ends recorded with)."""
+        with self._lock:
+            return milestone(list(self._stages.values()))
 
     def report(self, stage: str, done: int = 0, total: int | None = None,
                detail: str = "") -> None:
@@ -211,14 +221,14 @@ def execute(task_run_id: int, *, threaded: bool,
         ctx.stop()
         services.task_run_finish(task_run_id=run.pk, state=TaskRun.State.CANCELLED,
                                  error="cancelled", after=_after(run) if spec.table_scoped
-                                 else None)
+                                 else None, progress=ctx.milestone())
         return
     except SoftTimeLimitExceeded:
         ctx.stop()
         services.task_run_finish(
             task_run_id=run.pk, state=TaskRun.State.FAILED,
             error="stopped: the soft time limit (FLOE_TASK_SOFT_TIME_LIMIT) was exceeded",
-            after=_after(run) if spec.table_scoped else None)
+            after=_after(run) if spec.table_scoped else None, progress=ctx.milestone())
         raise
     except Exception as exc:
         ctx.stop()
@@ -227,8 +237,10 @@ def execute(task_run_id: int, *, threaded: bool,
         services.task_run_finish(task_run_id=run.pk, state=TaskRun.State.FAILED,
                                  error=_one_line(exc) if isinstance(exc, FloeError)
                                  else f"{type(exc).__name__}: {exc}",
-                                 after=_after(run) if spec.table_scoped else None)
+                                 after=_after(run) if spec.table_scoped else None,
+                                 progress=ctx.milestone())
         return
     ctx.stop()
     services.task_run_finish(task_run_id=run.pk, state=TaskRun.State.SUCCEEDED, result=result,
-                             after=_after(run) if spec.table_scoped else None)
+                             after=_after(run) if spec.table_scoped else None,
+                             progress=ctx.milestone())

@@ -179,6 +179,36 @@ def test_a_maintainer_evolves_a_schema_a_change_per_row(
     assert names == ["note", "id", "event_kind"]
 
 
+def test_the_task_list_turns_a_run_into_what_happened_without_a_reload(
+        maintainer: Any, site: str, on_worker: Worker) -> None:
+    """tasks.js polls a queued run on a task list and, once the worker finished it, shows
+    the run's outcome in words (the API's progress_text): no reload, no raw stage."""
+    from playwright.sync_api import expect
+
+    from explorer import task_kinds
+    from explorer.tasks import run_task
+
+    page = maintainer
+    ns, url = _table(on_worker)
+    valid = task_kinds.params_validate(kind="compact", params={
+        "namespace": ns, "table": "events", "options": {"min-input-files": "2"}})
+    run = TaskRun.objects.create(kind="compact", params=valid.params, catalog="local",
+                                 namespace=ns, table="events")  # not sent to the worker yet
+    try:
+        page.goto(site + f"/tasks/?catalog=local&namespace={ns}&table=events")
+        row = page.locator(f'tr[data-task-id="{run.pk}"]')
+        expect(row.locator('[data-field="stage"]')).to_have_text("queued")
+        page.evaluate("() => { window.stillThisPage = true; }")
+    finally:
+        run_task.apply_async((run.pk,))  # whatever happened: no run is left waiting
+    expect(row.locator('[data-field="state"]')).to_have_text("SUCCEEDED", timeout=90_000)
+    expect(row.locator('[data-field="stage"]')).to_have_text(re.compile(
+        r"^Compacted 9 files \(\d+(\.\d)? KiB\) into 3 on the local engine in \d+(\.\d)? s$"))
+    expect(row.locator('[data-field="percent"]')).to_have_text("100%")
+    assert page.evaluate("() => window.stillThisPage === true")  # updated in place
+    screenshot(page, "task-list-outcome")
+
+
 def test_a_viewer_sees_no_action_buttons_and_a_direct_post_is_403(
         viewer: Any, site: str, on_worker: Worker) -> None:
     page = viewer

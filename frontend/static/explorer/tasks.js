@@ -1,21 +1,15 @@
 // Live task progress: every element with data-task-id whose data-state is QUEUED or RUNNING
 // polls its run in the JSON API (data-api) until it finishes, updating its state badge,
-// progress bar, percent and stage. An element with data-reload-on-finish reloads the page
-// when its run finishes (to show the result and the next steps). The run is parsed by
-// floe.parseJSON (floe.js): its snapshot ids stay exact strings.
+// progress bar, percent and stage text (the API's progress_text: what happened, once it
+// finished). An element with data-reload-on-finish reloads the page when its run finishes
+// (to show the result and the next steps). The run is parsed by floe.parseJSON (floe.js): its
+// snapshot ids stay exact strings.
 (function () {
   "use strict";
   var ACTIVE = { QUEUED: true, RUNNING: true };
   var INTERVAL = 500;
 
   function field(el, name) { return el.querySelector('[data-field="' + name + '"]'); }
-
-  function stageText(run) {
-    var text = run.stage || "";
-    if (run.progress_total) text += " " + run.progress_done + "/" + run.progress_total;
-    if (run.progress_detail) text += " · " + run.progress_detail;
-    return text;
-  }
 
   function show(el, run) {
     el.dataset.state = run.state;
@@ -25,8 +19,10 @@
     if (bar) { bar.setAttribute("aria-valuenow", run.progress); bar.firstElementChild.style.width = run.progress + "%"; }
     var pct = field(el, "percent");
     if (pct) pct.textContent = run.progress + "%";
+    // the server words it (explorer.task_outcomes): counts and sizes for people, and once
+    // the run finished what happened
     var stage = field(el, "stage");
-    if (stage) stage.textContent = stageText(run);
+    if (stage) { stage.textContent = run.progress_text; stage.classList.toggle("muted", ACTIVE[run.state] === true); }
     var error = field(el, "error");
     if (error && run.error) error.textContent = run.error;
   }
