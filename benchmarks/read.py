@@ -81,7 +81,7 @@ def ensure_table(root: Path, files: int, rows: int) -> Path:
             "v": pc.divide(pc.cast(ids, pa.float64()), 3.0),
             "ts": pc.cast(pc.multiply(ids, 1_000_000), pa.timestamp("us")),
         })
-        append(io, str(location), table, timestamp_ms=1_700_000_000_000 + f)
+        append(io, str(location), table)
     _, md = load_table_metadata(io, str(location))
     base = md.current_snapshot()
     assert base is not None and base.manifest_list is not None

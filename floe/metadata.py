@@ -12,13 +12,13 @@ from __future__ import annotations
 import functools
 import gzip
 import json
-import time
 import uuid
 import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from floe.clock import now_ms
 from floe.errors import FloeError, MetadataError, UnsupportedFormatVersion, ValidationError
 from floe.partitioning import PARTITION_FIELD_ID_START, PartitionField, PartitionSpec
 from floe.schema import Schema, assign_fresh_type_ids
@@ -43,10 +43,12 @@ from floe.types import StructType
 
 __all__ = [
     "DEFAULT_FORMAT_VERSION",
+    "HISTORY_TOLERANCE_MS",
     "RESERVED_PROPERTIES",
     "SUPPORTED_FORMAT_VERSIONS",
     "TableMetadata",
     "assign_fresh_ids",
+    "check_history_order",
     "metadata_to_json",
     "new_table_metadata",
     "parse_metadata",
@@ -544,6 +546,39 @@ def assign_fresh_ids(schema: Schema, schema_id: int = 0) -> Schema:
     return Schema(*fresh.fields, schema_id=schema_id, identifier_field_ids=identifier_ids)
 
 
+#: Java ``TableMetadata``: history entries may be this much out of order (clock skew between
+#: the machines that commit), no more.
+HISTORY_TOLERANCE_MS = 60_000
+
+
+def check_history_order(md: TableMetadata) -> None:
+    """Refuse metadata whose history goes back in time, as Iceberg Java's ``TableMetadata``
+    does when it is built or loaded: the snapshot log and the metadata log each sorted, and
+    ``last-updated-ms`` not before the last entry of either, all within one minute
+    (``HISTORY_TOLERANCE_MS``). Java fails such a commit (it is not retried) and refuses to
+    load such a file, so floe never writes one: the usual cause is a committer whose clock
+    runs behind the clocks of the table's earlier writers."""
+    _check_log_order(md, md.snapshot_log, "snapshot log")
+    _check_log_order(md, md.metadata_log, "metadata log")
+
+
+def _check_log_order(md: TableMetadata,
+                     entries: tuple[SnapshotLogEntry, ...] | tuple[MetadataLogEntry, ...],
+                     what: str) -> None:
+    for earlier, later in zip(entries, entries[1:]):
+        if later.timestamp_ms - earlier.timestamp_ms < -HISTORY_TOLERANCE_MS:
+            raise ValidationError(
+                f"{what} goes back in time: an entry at {later.timestamp_ms} follows one at "
+                f"{earlier.timestamp_ms}, more than a minute later (Iceberg Java refuses such "
+                f"metadata; is a committer's clock behind?)")
+    if entries and md.last_updated_ms - entries[-1].timestamp_ms < -HISTORY_TOLERANCE_MS:
+        raise ValidationError(
+            f"last-updated-ms {md.last_updated_ms} is more than a minute before the last "
+            f"{what} entry at {entries[-1].timestamp_ms}: this commit's clock is behind the "
+            f"table's history (Iceberg Java refuses such metadata; check the clock of the "
+            f"machine that commits)")
+
+
 def new_table_metadata(
     schema: Schema,
     spec: PartitionSpec,
@@ -600,7 +635,7 @@ def new_table_metadata(
         table_uuid=str(uuid.uuid4()),
         location=location.rstrip("/") or location,
         last_sequence_number=INITIAL_SEQUENCE_NUMBER,
-        last_updated_ms=int(time.time() * 1000),
+        last_updated_ms=now_ms(),
         last_column_id=fresh_schema.highest_field_id,
         schemas=(fresh_schema,),
         current_schema_id=0,

@@ -14,12 +14,12 @@ rewrite makes the loser fail.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from floe import clock
 from floe.errors import (
     CommitConflict,
     CommitStateUnknown,
@@ -158,7 +158,7 @@ class _RewriteManifests(PendingOperation):
         summary.pop("changed-partition-count", None)
         snapshot = Snapshot(
             snapshot_id=self.snapshot_id, parent_snapshot_id=parent.snapshot_id,
-            sequence_number=sequence_number, timestamp_ms=int(time.time() * 1000),
+            sequence_number=sequence_number, timestamp_ms=clock.now_ms(),
             manifest_list=list_path, summary=summary, schema_id=base.current_schema_id)
         return [AddSnapshot(snapshot), set_branch(base, self.branch, self.snapshot_id)]
 

@@ -38,9 +38,9 @@ def create_table(
 
 
 def append(
-    io: FileIO, table_location: str, rows: pa.Table, *, timestamp_ms: int | None = None
+    io: FileIO, table_location: str, rows: pa.Table
 ) -> tuple[str, TableMetadata]:
     """Append rows as new data files in one snapshot, with the commit loop's retries."""
     table = directory_table(table_location, io)
-    table.append(rows, timestamp_ms=timestamp_ms)
+    table.append(rows)
     return table.metadata_location, table.metadata

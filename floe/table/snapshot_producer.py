@@ -17,11 +17,11 @@ are still live (spec "Commit Conflict Resolution and Retry").
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from floe import clock
 from floe.errors import CommitConflict, FloeError, ValidationError
 from floe.io import FileIO
 from floe.manifest import (
@@ -242,7 +242,6 @@ class SnapshotProducer(PendingOperation):
         merge: bool = False,
         operation: Operation | None = None,
         owned_files: Iterable[str] = (),
-        timestamp_ms: int | None = None,
         summary_properties: dict[str, str] | None = None,
         branch: str = MAIN_BRANCH,
         stage_only: bool = False,
@@ -266,7 +265,6 @@ class SnapshotProducer(PendingOperation):
                 operation = Operation.APPEND
         self.operation = operation
         self.owned_files = list(owned_files)
-        self.timestamp_ms = timestamp_ms
         self.summary_properties = summary_properties
         self.commit_uuid = uuid.uuid4()
         self.snapshot_id = new_snapshot_id()
@@ -320,12 +318,11 @@ class SnapshotProducer(PendingOperation):
         writer.add_manifests(manifests)
         writer.close()
         self._last_manifests = manifests
-        now = self.timestamp_ms if self.timestamp_ms is not None else int(time.time() * 1000)
         snapshot = Snapshot(
             snapshot_id=self.snapshot_id,
             parent_snapshot_id=parent.snapshot_id if parent else None,
             sequence_number=sequence_number,
-            timestamp_ms=now,
+            timestamp_ms=clock.now_ms(),
             manifest_list=list_path,
             summary=snapshot_summary(self.operation, parent, self.added, removed,
                                      self.summary_properties),

@@ -96,13 +96,13 @@ class Table:
 
     # -- one-commit conveniences ---------------------------------------------------------
 
-    def append(self, rows: pa.Table, *, timestamp_ms: int | None = None,
-               branch: str = MAIN_BRANCH, wap_id: str | None = None) -> Table:
+    def append(self, rows: pa.Table, *, branch: str = MAIN_BRANCH,
+               wap_id: str | None = None) -> Table:
         """Write ``rows`` as data files partitioned by the table's spec and commit them in one
         append snapshot to ``branch`` (a merge append, governed by
         ``commit.manifest-merge.enabled``); with ``wap_id`` the snapshot is only staged."""
         txn = self.new_transaction()
-        txn.append(rows, timestamp_ms=timestamp_ms, branch=branch, wap_id=wap_id)
+        txn.append(rows, branch=branch, wap_id=wap_id)
         txn.commit()
         return self
 

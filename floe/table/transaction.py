@@ -253,7 +253,7 @@ class Transaction:
 
     # -- snapshots -----------------------------------------------------------------------
 
-    def append(self, rows: pa.Table, *, timestamp_ms: int | None = None,
+    def append(self, rows: pa.Table, *,
                branch: str = MAIN_BRANCH, wap_id: str | None = None) -> Transaction:
         """Write ``rows`` now as data files of the table's schema and spec, and append them
         at commit (a merge append) to ``branch``. With ``wap_id`` the snapshot is staged
@@ -266,12 +266,11 @@ class Transaction:
             for path in written:
                 self.table.io.delete(path, missing_ok=True)
             raise
-        return self.append_files(files, owned_files=written, timestamp_ms=timestamp_ms,
-                                 branch=branch, wap_id=wap_id)
+        return self.append_files(files, owned_files=written, branch=branch, wap_id=wap_id)
 
     def append_files(
         self, files: Sequence[DataFile], *, merge: bool | None = None,
-        owned_files: Iterable[str] = (), timestamp_ms: int | None = None,
+        owned_files: Iterable[str] = (),
         branch: str = MAIN_BRANCH, wap_id: str | None = None,
     ) -> Transaction:
         """Append existing data files. ``merge=None`` follows ``commit.manifest-merge.enabled``
@@ -281,20 +280,18 @@ class Transaction:
                                   MANIFEST_MERGE_ENABLED_DEFAULT)
         return self._add(SnapshotProducer(
             self.table.io, added=files, merge=merge, operation=Operation.APPEND,
-            owned_files=owned_files, timestamp_ms=timestamp_ms, branch=branch,
+            owned_files=owned_files, branch=branch,
             stage_only=wap_id is not None,
             summary_properties={WAP_ID: wap_id} if wap_id is not None else None))
 
     def fast_append(self, files: Sequence[DataFile], *, owned_files: Iterable[str] = (),
-                    timestamp_ms: int | None = None, branch: str = MAIN_BRANCH
-                    ) -> Transaction:
+                    branch: str = MAIN_BRANCH) -> Transaction:
         """One new manifest, the parent's manifests carried over unchanged."""
-        return self.append_files(files, merge=False, owned_files=owned_files,
-                                 timestamp_ms=timestamp_ms, branch=branch)
+        return self.append_files(files, merge=False, owned_files=owned_files, branch=branch)
 
     def overwrite(self, delete_paths: Iterable[str], add_files: Sequence[DataFile] = (), *,
                   owned_files: Iterable[str] = (), operation: Operation | None = None,
-                  timestamp_ms: int | None = None, branch: str = MAIN_BRANCH,
+                  branch: str = MAIN_BRANCH,
                   validation: CommitValidation | None = None,
                   summary_properties: dict[str, str] | None = None) -> Transaction:
         """Remove files by path and add others in one snapshot (``overwrite``, or
@@ -303,15 +300,13 @@ class Transaction:
         landed since the operation started."""
         return self._add(SnapshotProducer(
             self.table.io, added=add_files, deleted=delete_paths, operation=operation,
-            owned_files=owned_files, timestamp_ms=timestamp_ms, branch=branch,
+            owned_files=owned_files, branch=branch,
             validation=validation, summary_properties=summary_properties))
 
-    def delete_files(self, paths: Iterable[str], *, timestamp_ms: int | None = None,
-                     branch: str = MAIN_BRANCH) -> Transaction:
+    def delete_files(self, paths: Iterable[str], *, branch: str = MAIN_BRANCH) -> Transaction:
         """Remove data or delete files by path (a ``delete`` snapshot)."""
         return self._add(SnapshotProducer(
-            self.table.io, deleted=paths, operation=Operation.DELETE,
-            timestamp_ms=timestamp_ms, branch=branch))
+            self.table.io, deleted=paths, operation=Operation.DELETE, branch=branch))
 
     # -- row-level changes (floe.table.row_level): planned now, re-validated per attempt --
 

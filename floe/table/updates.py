@@ -10,12 +10,17 @@ satisfies it. The same objects serve the file-system commit and the SQL check-an
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from floe.clock import now_ms as clock_now_ms
 from floe.errors import CommitConflict, ValidationError
-from floe.metadata import SUPPORTED_FORMAT_VERSIONS, TableMetadata
+from floe.metadata import (
+    HISTORY_TOLERANCE_MS,
+    SUPPORTED_FORMAT_VERSIONS,
+    TableMetadata,
+    check_history_order,
+)
 from floe.partitioning import PartitionSpec
 from floe.properties import PREVIOUS_VERSIONS_MAX, PREVIOUS_VERSIONS_MAX_DEFAULT, int_property
 from floe.schema import Schema
@@ -201,6 +206,14 @@ class AddSnapshot(TableUpdate):
             raise ValidationError(
                 f"cannot add snapshot with sequence number {snap.sequence_number}: not above "
                 f"the last sequence number {md.last_sequence_number}")
+        parent = (md.snapshot_by_id(snap.parent_snapshot_id)
+                  if snap.parent_snapshot_id is not None else None)
+        if parent is not None and snap.timestamp_ms - parent.timestamp_ms < -HISTORY_TOLERANCE_MS:
+            raise ValidationError(
+                f"snapshot {snap.snapshot_id} is stamped {snap.timestamp_ms}, more than a "
+                f"minute before its parent {parent.snapshot_id} at {parent.timestamp_ms}: this "
+                f"commit's clock is behind the table's history (check the clock of the machine "
+                f"that commits)")
         b.replace(snapshots=md.snapshots + (snap,),
                   last_sequence_number=max(md.last_sequence_number, snap.sequence_number))
         b.added_snapshots[snap.snapshot_id] = snap
@@ -405,11 +418,14 @@ def apply_updates(
 ) -> TableMetadata:
     """Fold ``updates`` over ``base`` (Java ``TableMetadata.Builder``).
 
-    Sets ``last-updated-ms`` (the added snapshot's timestamp, else now); when
-    ``base_location`` is given, records it in the ``metadata-log`` and trims the log to
-    ``write.metadata.previous-versions-max`` entries (default 100, at least 1).
+    Sets ``last-updated-ms`` (the added snapshot's timestamp, else now by
+    :func:`floe.clock.now_ms`); when ``base_location`` is given, records it in the
+    ``metadata-log`` and trims the log to ``write.metadata.previous-versions-max`` entries
+    (default 100, at least 1). The result is checked as Java checks metadata it builds
+    (:func:`floe.metadata.check_history_order`): history that goes back in time by more
+    than a minute is a :class:`ValidationError`, and the commit fails without retrying.
     """
-    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    now = now_ms if now_ms is not None else clock_now_ms()
     b = _Builder(base, now)
     for update in updates:
         update.apply(b)
@@ -422,6 +438,7 @@ def apply_updates(
         log = b.md.metadata_log + (MetadataLogEntry(base.last_updated_ms, base_location),)
         changes["metadata_log"] = log[-keep:]
     b.replace(**changes)
+    check_history_order(b.md)
     return b.md
 
 

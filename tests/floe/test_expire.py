@@ -9,7 +9,7 @@ import dataclasses
 import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ import pytest
 
 from floe import stats
 from floe.catalog.filesystem import FileSystemCatalog
+from floe.clock import ManualClock, use_clock
 from floe.errors import NotFound, ValidationError
 from floe.io.readers import plan_to_table
 from floe.maintenance import Cancelled, Progress
@@ -39,6 +40,18 @@ HOUR = 3_600_000
 
 # -- helpers (test_orphans.py and test_maintenance_crash.py use them too) --------------------
 
+#: Stamps the histories these tests build days in the past: tables are created a year ago and
+#: each commit happens when :func:`append_at` moves the clock (history never goes back in
+#: time: floe refuses to write such metadata, as Iceberg Java does).
+CLOCK = ManualClock(0)
+
+
+@pytest.fixture(autouse=True)
+def history_clock() -> Iterator[ManualClock]:
+    CLOCK.set(now_ms() - 365 * DAY)
+    with use_clock(CLOCK):
+        yield CLOCK
+
 
 def now_ms() -> int:
     return int(time.time() * 1000)
@@ -56,7 +69,9 @@ def new_table(catalog: FileSystemCatalog, name: str = "db.t", *, fv: int = 2,
 
 
 def append_at(t: Table, ts_ms: int, *ids: int, branch: str = "main") -> int:
-    t.append(rows(*ids), timestamp_ms=ts_ms, branch=branch)
+    """Append ``ids`` at ``ts_ms``; the commits after it happen then too."""
+    CLOCK.set(ts_ms)
+    t.append(rows(*ids), branch=branch)
     head = t.metadata.refs[branch].snapshot_id
     return head
 
@@ -185,10 +200,15 @@ def test_branch_retention_overrides_table_defaults(catalog: FileSystemCatalog) -
     base = now_ms()
     # dev forks at ids[1] and gets three commits of its own
     t.manage_snapshots().create_branch("dev", ids[1], min_snapshots_to_keep=4).commit()
-    dev = [append_at(t, base - d * DAY, 100 + d, branch="dev") for d in (12, 10, 8)]
     # old: forks at ids[0], keeps snapshots younger than 9 days (at least 1)
     t.manage_snapshots().create_branch("old", ids[0], max_snapshot_age_ms=9 * DAY).commit()
-    old = [append_at(t, base - d * DAY, 200 + d, branch="old") for d in (11, 7, 3)]
+    # the branches' own commits, in the order they happen (days ago)
+    commits = sorted([("dev", 12), ("dev", 10), ("dev", 8), ("old", 11), ("old", 7),
+                      ("old", 3)], key=lambda c: -c[1])
+    heads = {(b, d): append_at(t, base - d * DAY, (100 if b == "dev" else 200) + d, branch=b)
+             for b, d in commits}
+    dev = [heads["dev", d] for d in (12, 10, 8)]
+    old = [heads["old", d] for d in (11, 7, 3)]
     before = ref_rows(t)
     expire_snapshots(t, older_than_ms=base, retain_last=1)
     # main: only its head; dev: 4 newest ancestors (3 own + ids[1]); old: 2 young ones
@@ -365,7 +385,8 @@ def test_files_live_in_a_kept_snapshot_survive_a_delete_in_a_newer_one(
     append_at(t, base, 1, 2)
     first = t.metadata.snapshots[0]
     data = [p for p in snapshot_files(t, first) if p.endswith(".parquet")]
-    t.new_transaction().delete_files(data, timestamp_ms=base + DAY).commit()
+    CLOCK.set(base + DAY)
+    t.new_transaction().delete_files(data).commit()
     append_at(t, base + 2 * DAY, 3)
     t.manage_snapshots().create_tag("keep", first.snapshot_id).commit()
     result = expire_snapshots(t, older_than_ms=now_ms())
@@ -382,10 +403,11 @@ def test_kept_manifests_are_read_only_when_their_summaries_allow_a_candidate(
     t = new_table(catalog, properties={"commit.manifest-merge.enabled": "false"})
     base = now_ms() - 10 * DAY
     for i in range(6):  # one manifest per partition s0..s2 ... (ids 0..5 → s0 s1 s2 s0 s1 s2)
-        t.append(pa.table({"id": pa.array([i], pa.int64()), "s": [f"p{i}"]}),
-                 timestamp_ms=base + i * HOUR)
+        CLOCK.set(base + i * HOUR)
+        t.append(pa.table({"id": pa.array([i], pa.int64()), "s": [f"p{i}"]}))
     p0 = [p for p in snapshot_files(t, t.metadata.snapshots[0]) if p.endswith(".parquet")]
-    t.new_transaction().delete_files(p0, timestamp_ms=base + DAY).commit()
+    CLOCK.set(base + DAY)
+    t.new_transaction().delete_files(p0).commit()
     stats.reset()
     result = expire_snapshots(t, older_than_ms=now_ms())
     assert result.data_files == tuple(p0)
@@ -466,11 +488,13 @@ def test_clean_expired_metadata_removes_unused_schemas_and_specs(
     t = new_table(catalog, partitioned=False)
     base = now_ms() - 10 * DAY
     # a staged (write-audit-publish) snapshot is the only user of schema 0 and spec 0
-    t.new_transaction().append(rows(1), timestamp_ms=base, wap_id="w").commit()
+    CLOCK.set(base)
+    t.new_transaction().append(rows(1), wap_id="w").commit()
     t.update_schema().add_column("x", LONG).commit()
     t.update_spec().add_field("s").commit()
+    CLOCK.set(base + DAY)
     t.append(pa.table({"id": pa.array([2], pa.int64()), "s": ["a"],
-                       "x": pa.array([7], pa.int64())}), timestamp_ms=base + DAY)
+                       "x": pa.array([7], pa.int64())}))
     t.update_schema().add_column("y", STRING).commit()  # current, used by no snapshot
     t.update_spec().add_field("id").commit()
     t.update_schema().add_column("z", STRING).commit()

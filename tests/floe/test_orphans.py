@@ -17,6 +17,7 @@ from test_expire import (
     append_at,
     assert_kept_intact,
     disk_files,
+    history_clock,  # noqa: F401 (a fixture: append_at's commits happen on its clock)
     live_files,
     new_table,
     now_ms,

@@ -12,6 +12,7 @@ import pytest
 
 from floe.catalog.filesystem import load_table_metadata
 from floe.cli import main
+from floe.clock import ManualClock, use_clock
 from floe.errors import NotFound, ValidationError
 from floe.io import FileIO
 from floe.io.readers import plan_to_table
@@ -31,15 +32,18 @@ def table(tmp_path: Path) -> str:
     """Three appends (at T0, T0+1000, T0+2000) to a table partitioned by cat."""
     io = FileIO()
     location = str(tmp_path / "t")
-    create_table(io, location, SCHEMA, spec=parse_partition_by("cat", SCHEMA))
+    clock = ManualClock(T0 - 1000)
     batches = [
         {"id": [1, 2, 3], "cat": ["a", "a", "b"]},
         {"id": [10, 11], "cat": ["b", None]},
         {"id": [20, 21, 22], "cat": ["c", "c", "a"]},
     ]
-    for i, b in enumerate(batches):
-        rows = pa.table({"id": pa.array(b["id"], pa.int64()), "cat": pa.array(b["cat"])})
-        append(io, location, rows, timestamp_ms=T0 + 1000 * i)
+    with use_clock(clock):
+        create_table(io, location, SCHEMA, spec=parse_partition_by("cat", SCHEMA))
+        for i, b in enumerate(batches):
+            rows = pa.table({"id": pa.array(b["id"], pa.int64()), "cat": pa.array(b["cat"])})
+            clock.set(T0 + 1000 * i)
+            append(io, location, rows)
     return location
 
 

@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 
 from floe.catalog.filesystem import FileSystemCatalog
+from floe.clock import ManualClock, use_clock
 from floe.errors import CommitConflict, CommitStateUnknown, ValidationError
 from floe.manifest import read_manifest_list
 from floe.metadata import new_table_metadata
@@ -50,8 +51,9 @@ def rows(ids):
 
 
 def base_md(version=2):
-    return new_table_metadata(SCHEMA, UNPARTITIONED, UNSORTED_SORT_ORDER, "/tmp/t", {},
-                              version)
+    with use_clock(ManualClock(0)):  # created at the epoch: the snapshots below come later
+        return new_table_metadata(SCHEMA, UNPARTITIONED, UNSORTED_SORT_ORDER, "/tmp/t", {},
+                                  version)
 
 
 def snap(sid, parent=None, seq=1, ts=1000):
