@@ -1,11 +1,11 @@
 """What ``make run``'s demo warehouse adds to floe.demo's tables so that every page of the
 explorer has something to show: ``web.sessions`` with nested values (struct, map, list,
 boolean), position and equality deletes, a schema change, a branch that diverges from main
-and a tag. Written with floe, like the rest of the demo."""
+and a tag. Written with floe, like the rest of the demo, each commit stamped when it
+happens."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -24,8 +24,6 @@ from floe.types import (
     NestedField,
     StructType,
 )
-
-HOUR = 3_600_000
 
 
 def session_rows(first: int, n: int) -> pa.Table:
@@ -64,22 +62,21 @@ def add_demo_changes(path: str) -> str:
         "web.sessions", schema, parse_partition_by("country", schema), format_version=2,
         properties={"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read",
                     "commit.manifest-merge.enabled": "false"})
-    now = int(time.time() * 1000)
-    table.append(session_rows(0, 40), timestamp_ms=now - 10 * HOUR)
-    table.append(session_rows(40, 30), timestamp_ms=now - 9 * HOUR)
+    table.append(session_rows(0, 40))
+    table.append(session_rows(40, 30))
     first_main = table.current_snapshot()
     assert first_main is not None
     table.manage_snapshots().create_tag("v1", first_main.snapshot_id).commit()
     # A branch that diverges: more rows on "dev" only.
     table.manage_snapshots().create_branch("dev", first_main.snapshot_id).commit()
-    table.append(session_rows(1000, 25), timestamp_ms=now - 8 * HOUR, branch="dev")
+    table.append(session_rows(1000, 25), branch="dev")
     # Row-level deletes on main: position deletes, then equality deletes.
     table.delete_where("session_id < 5", mode="merge-on-read")
     table.delete_equal(["country"], pa.table({"country": ["JP"]}))
     # A schema change, then rows that have the new column.
     table.update_schema().add_column("referrer", "string").commit()
     more = session_rows(70, 20).append_column("referrer", pa.array(["search"] * 20))
-    table.append(more, timestamp_ms=now - 6 * HOUR)
+    table.append(more)
     return table.location
 
 

@@ -34,6 +34,9 @@ STOP_TIMEOUT = 30.0
 POLL_INTERVAL = 0.2
 # Written last into the demo warehouse: a directory without it is an interrupted creation.
 DEMO_COMPLETE_MARKER = ".floe-demo-complete"
+# The marker's content: a demo of another version is written again. 2: every commit stamped
+# when it happened (version 1 back-dated commits into metadata Iceberg Java refuses to load).
+DEMO_VERSION = "2"
 
 
 def main() -> int:
@@ -111,9 +114,13 @@ def ensure_demo_warehouse(path: str) -> None:
     """Create the demo tables with floe (absolute paths live in Iceberg metadata, so they are
     written in place; an interrupted creation is detected by the missing marker and redone)."""
     target = Path(path)
-    if (target / DEMO_COMPLETE_MARKER).exists():
+    marker = target / DEMO_COMPLETE_MARKER
+    if marker.exists() and marker.read_text().strip() == DEMO_VERSION:
         return
-    if target.exists():
+    if marker.exists():
+        _say(f"Floe: {target} is a demo warehouse of an older Floe; creating it again")
+        shutil.rmtree(target)
+    elif target.exists():
         _say(f"Floe: {target} is an incomplete demo warehouse; creating it again")
         shutil.rmtree(target)
     try:
@@ -128,7 +135,7 @@ def ensure_demo_warehouse(path: str) -> None:
     _say(f"Floe: creating the demo warehouse in {target}")
     create_demo_warehouse(str(target))
     add_demo_changes(str(target))  # deletes, evolution, branches and nested values
-    (target / DEMO_COMPLETE_MARKER).write_text("")
+    marker.write_text(DEMO_VERSION)
 
 
 class Supervisor:

@@ -2,14 +2,15 @@
 
 Tables are laid out as Spark's Hadoop catalog writes them
 (``<warehouse>/<namespace>/<table>/metadata/v<N>.metadata.json``) and carry a history of
-several appends, so every page of the explorer has something to show.
+several appends, so every page of the explorer has something to show. Each commit is stamped
+when it happens: the history spans the seconds the demo takes to write, while the rows
+themselves (event times, order dates, sensor readings) span days and months.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import random
-import time
 from decimal import Decimal
 
 import pyarrow as pa
@@ -66,8 +67,6 @@ def create_demo_warehouse(path: str, *, seed: int = 7) -> list[str]:
     """Write the demo tables under ``path``; returns their table locations."""
     io = FileIO()
     rng = random.Random(seed)
-    now_ms = int(time.time() * 1000)
-    hour = 3_600_000
     root = path.rstrip("/")
 
     events_schema = Schema(
@@ -89,7 +88,7 @@ def create_demo_warehouse(path: str, *, seed: int = 7) -> list[str]:
     for i in range(6):
         day = dt.date(2025, 3, 1) + dt.timedelta(days=i)
         rows = _events(rng, day, 400 + 150 * i)
-        append(io, events, rows, timestamp_ms=now_ms - (12 - 2 * i) * hour)
+        append(io, events, rows)
 
     orders_schema = Schema(
         NestedField(1, "order_id", LONG, required=True),
@@ -105,7 +104,7 @@ def create_demo_warehouse(path: str, *, seed: int = 7) -> list[str]:
         format_version=1,
     )
     for i in range(4):
-        append(io, orders, _orders(rng, i * 1000, 250), timestamp_ms=now_ms - (9 - 2 * i) * hour)
+        append(io, orders, _orders(rng, i * 1000, 250))
 
     readings_schema = Schema(
         NestedField(1, "sensor", STRING, required=True),
@@ -122,5 +121,5 @@ def create_demo_warehouse(path: str, *, seed: int = 7) -> list[str]:
             "ts": pa.array([start + dt.timedelta(seconds=s * 10) for s in range(n)],
                            pa.timestamp("us", tz="UTC")),
             "value": [rng.gauss(20, 5) if rng.random() > 0.01 else float("nan") for _ in range(n)],
-        }), timestamp_ms=now_ms - (3 - i) * hour)
+        }))
     return [events, orders, readings]

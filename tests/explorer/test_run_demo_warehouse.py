@@ -44,6 +44,20 @@ def test_an_interrupted_creation_is_redone(tmp_path: Path, fake_demo: list[str])
     assert not (target / "half").exists()
 
 
+def test_a_demo_of_an_older_version_is_written_again(tmp_path: Path,
+                                                     fake_demo: list[str]) -> None:
+    """Version 1 (no version in its marker) back-dated commits: Java refused its tables."""
+    target = tmp_path / "demo-warehouse"
+    (target / "old" / "t").mkdir(parents=True)
+    (target / run.DEMO_COMPLETE_MARKER).write_text("")
+    run.ensure_demo_warehouse(str(target))
+    assert fake_demo == [str(target)]
+    assert not (target / "old").exists()
+    assert (target / run.DEMO_COMPLETE_MARKER).read_text() == run.DEMO_VERSION
+    run.ensure_demo_warehouse(str(target))
+    assert fake_demo == [str(target)]
+
+
 def test_the_real_demo_warehouse_lists_without_errors(tmp_path: Path, settings) -> None:  # type: ignore[no-untyped-def]
     if importlib.util.find_spec("floe.demo") is None:
         pytest.skip("floe.demo has not landed yet")
