@@ -70,6 +70,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if HERE in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.interop)
+    # the session's own checks run after every other test (items is the whole session)
+    last = [item for item in items if item.get_closest_marker("last_in_session")]
+    items[:] = [item for item in items if item not in last] + last
 
 
 @pytest.fixture(scope="session")

@@ -22,6 +22,9 @@ a failing request never stops the server.  Requests:
 * ``{"op": "read", "table": "oracle.db.t", "options": {"start-snapshot-id": "1"}}`` -- the rows
   of ``spark.read.options(...).table(...)``: DataFrame read options Spark SQL cannot pass
   (incremental reads).
+* ``{"op": "java_metadata", "paths": [...]}`` -- Iceberg Java's verdict on each metadata file.
+* ``{"op": "java_add_snapshot", "metadata": PATH, "snapshot": JSON}`` -- what Java's metadata
+  builder does with that snapshot committed to main on that table state.
 * ``{"op": "ping"}``, ``{"op": "shutdown"}`` (also on end of input).
 
 Spark, the JVM and every library log to the ``--log`` file: stdout is the protocol channel.
@@ -154,6 +157,39 @@ class Server:
             self._duckdb.close()
             self._duckdb = None
             raise
+
+    def op_java_metadata(self, req):
+        """Iceberg Java's ``TableMetadataParser.read`` of each metadata file in ``paths`` (the
+        constructor's checks included): ``{path: null}`` when Java loads it, else the first
+        line of Java's error."""
+        jvm = self.spark._jvm
+        io = jvm.org.apache.iceberg.hadoop.HadoopFileIO(self.spark._jsc.hadoopConfiguration())
+        parser = jvm.org.apache.iceberg.TableMetadataParser
+        out = {}
+        for path in req["paths"]:
+            try:
+                parser.read(io, path)
+                out[path] = None
+            except Exception as ex:
+                out[path] = _first_line(ex)
+        return out
+
+    def op_java_add_snapshot(self, req):
+        """What Iceberg Java's metadata builder does with a commit of ``snapshot`` (its JSON,
+        as ``SnapshotProducer`` would have made it: stamped by the committer's clock) on the
+        table state in the metadata file ``metadata``: ``buildFrom(base).setBranchSnapshot(
+        snapshot, "main").build()``. ``{"error": null, "last_updated_ms": ...}`` when Java
+        builds it, else ``{"error": "..."}``."""
+        jvm = self.spark._jvm
+        io = jvm.org.apache.iceberg.hadoop.HadoopFileIO(self.spark._jsc.hadoopConfiguration())
+        base = jvm.org.apache.iceberg.TableMetadataParser.read(io, req["metadata"])
+        snapshot = jvm.org.apache.iceberg.SnapshotParser.fromJson(req["snapshot"])
+        try:
+            built = (jvm.org.apache.iceberg.TableMetadata.buildFrom(base)
+                     .setBranchSnapshot(snapshot, "main").build())
+        except Exception as ex:
+            return {"error": _first_line(ex)}
+        return {"error": None, "last_updated_ms": built.lastUpdatedMillis()}
 
     def op_read(self, req):
         opts = {str(k): str(v) for k, v in (req.get("options") or {}).items()}
