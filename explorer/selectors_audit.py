@@ -43,12 +43,12 @@ __all__ = [
 #: Snapshot summary keys that name the engine that wrote a snapshot. Spark 3.5 with Iceberg
 #: 1.10 writes engine-name=spark, engine-version=3.5.8, iceberg-version="Apache Iceberg 1.10.2
 #: (commit …)", app-id and spark.app.id; Flink and Trino write engine-name / engine-version;
-#: floe's Spark data source writes floe.spark.write-id. PyIceberg (0.12) and floe's own
-#: commits write no engine key.
+#: floe writes engine-name=floe and its version (its Spark data source also
+#: floe.spark.write-id). PyIceberg (0.12) writes no engine key.
 ENGINE_KEYS = ("engine-name", "engine-version", "app-id", "spark.app.id", "iceberg-version",
                "floe.spark.write-id")
 #: How engine-name values are written for people.
-ENGINE_NAMES = {"spark": "Spark", "flink": "Flink", "trino": "Trino", "presto": "Presto",
+ENGINE_NAMES = {"floe": "Floe", "spark": "Spark", "flink": "Flink", "trino": "Trino", "presto": "Presto",
                 "hive": "Hive", "impala": "Impala", "dremio": "Dremio", "snowflake": "Snowflake"}
 #: Summary counts shown for each version of a table.
 SUMMARY_COUNTS = ("added-data-files", "deleted-data-files", "added-delete-files",
@@ -218,7 +218,7 @@ def _operation(snap: Any) -> str | None:
 
 def summary_engine(summary: dict[str, str]) -> str | None:
     """The engine a snapshot summary names, for people: ``Spark 3.5.8 · Apache Iceberg 1.10.2
-    · app local-1795631505398``; None when it names none (PyIceberg, floe)."""
+    · app local-1795631505398``, ``Floe 0.1.0``; None when it names none (PyIceberg)."""
     parts: list[str] = []
     name = (summary.get("engine-name") or "").strip()
     if name:

@@ -16,6 +16,8 @@ are still live (spec "Commit Conflict Resolution and Retry").
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -91,6 +93,18 @@ TOTAL_DATA_FILES = "total-data-files"
 TOTAL_DELETE_FILES = "total-delete-files"
 TOTAL_POS_DELETES = "total-position-deletes"
 TOTAL_EQ_DELETES = "total-equality-deletes"
+# Java EnvironmentContext: the engine that wrote a snapshot (Spark writes spark / 3.5.8)
+ENGINE_NAME = "engine-name"
+ENGINE_VERSION = "engine-version"
+
+
+@functools.cache
+def _engine() -> dict[str, str]:
+    try:
+        version = importlib.metadata.version("floe")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return {ENGINE_NAME: "floe", ENGINE_VERSION: version}
 
 
 def new_snapshot_id() -> int:
@@ -175,7 +189,8 @@ def snapshot_summary(
     extra: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """Java ``SnapshotSummary.Builder``: added / removed counts (only when non-zero), the
-    changed partition count, and totals carried from the parent's summary."""
+    changed partition count, totals carried from the parent's summary, and the engine
+    (``engine-name`` floe and its version, as Java adds its ``EnvironmentContext``)."""
     a, r = _counts(added), _counts(removed)
     out: dict[str, str] = {"operation": str(operation)}
 
@@ -216,6 +231,7 @@ def snapshot_summary(
                 out[key] = str(int(previous.get(key, "0")) + delta)
             except ValueError:
                 continue
+    out.update(_engine())
     if extra:
         out.update(extra)
     return out

@@ -159,3 +159,15 @@ def test_entries_of_grants_and_maintenance_in_words() -> None:
 ])
 def test_the_engine_a_summary_names(summary: dict[str, str], engine: str | None) -> None:
     assert summary_engine(summary) == engine
+
+
+def test_floe_names_itself_in_the_summaries_it_writes() -> None:
+    """A floe commit the explorer did not make (the CLI, another site) shows as external
+    with floe as its engine, as Spark's commits name Spark."""
+    import importlib.metadata
+
+    from floe.snapshots import Operation
+    from floe.table.snapshot_producer import snapshot_summary
+
+    summary = snapshot_summary(Operation.APPEND, None, [], [])
+    assert summary_engine(summary) == f"Floe {importlib.metadata.version('floe')}"
