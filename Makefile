@@ -32,7 +32,7 @@ test-fast: install
 
 # Every benchmark, each printing floe side by side with PyIceberg / DuckDB (slow: minutes).
 bench: install
-	for b in manifest_read commit plan read delete maintenance spark web; do $(PY) benchmarks/$$b.py || exit 1; done
+	for b in manifest_read commit plan read delete maintenance spark web first_visit; do $(PY) benchmarks/$$b.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) var test-artifacts

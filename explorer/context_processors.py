@@ -6,14 +6,13 @@ from typing import Any
 from urllib.parse import quote
 
 from django.http import HttpRequest
-from django.urls import reverse
-
-from explorer.views_table import PLOTLY_VERSION
+from django.templatetags.static import static
 
 
 def assets(request: HttpRequest) -> dict[str, str]:
-    """``plotly_js_url``: plotly.js from the installed package, versioned so it caches well."""
-    return {"plotly_js_url": reverse("table:plotly_js", kwargs={"version": PLOTLY_VERSION})}
+    """``plotly_js_url``: the plotly.js the site ships (only the traces it draws; built by
+    scripts/build-plotly.sh), a static file: hashed name, compressed, cached for a year."""
+    return {"plotly_js_url": static("floe/plotly-partial.min.js")}
 
 
 def roles(request: HttpRequest) -> dict[str, Any]:

@@ -19,7 +19,6 @@ urlpatterns = [
     path(_t + "history/", v.table_history, name="history"),
     path(_t + "metadata/", v.table_metadata, name="metadata"),
     path(_t + "diff/", v.table_diff, name="diff"),
-    path("assets/plotly-<str:version>.min.js", v.plotly_js, name="plotly_js"),
 ]
 
 # Pages that act on the table, and its audit trail (explorer.views_tasks).

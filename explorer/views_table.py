@@ -5,18 +5,13 @@ mapping in explorer.errors)."""
 
 from __future__ import annotations
 
-import gzip
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-import plotly
 from django.conf import settings
 from django.core.paginator import Paginator
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
-from django.views.decorators.http import require_GET
 
 from explorer import selectors
 from explorer import selectors_table as st
@@ -27,9 +22,10 @@ from explorer.sorting import by_key, parse_sort, sort_rows
 from floe.errors import NotFound, ValidationError
 from floe.table import Table
 
-PLOTLY_VERSION = plotly.__version__
-_PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
+#: The overview's timeline draws its points with WebGL from this many snapshots on (SVG
+#: below: it draws sooner without a WebGL context to set up).
+TIMELINE_WEBGL_FROM = 1_000
 
 
 def _context(table: Table, **more: Any) -> dict[str, Any]:
@@ -52,6 +48,7 @@ def table_overview(request: HttpRequest, catalog: str, ns: str, table: str) -> H
     return render(request, "explorer/table_overview.html", _context(
         t, overview=st.table_overview(table=t), health=st.table_health_get(table=t),
         timeline=timeline, snapshot_url=url.replace("/0/", "/{id}/"), running=list(running),
+        webgl_from=TIMELINE_WEBGL_FROM,
     ))
 
 
@@ -149,26 +146,3 @@ def table_diff(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpR
         t, diff=diff, error=error, snapshots=snapshots, refs=sorted(t.metadata.refs),
         from_id=from_text, to_id=to_text, limit=settings.FLOE_PAGE_SIZE * 4),
         status=400 if error else 200)
-
-
-@lru_cache(maxsize=1)
-def _plotly_gzip() -> bytes:
-    """plotly.min.js compressed once per process (4.8 MB → about 1.4 MB)."""
-    return gzip.compress(_PLOTLY_JS.read_bytes(), compresslevel=9, mtime=0)
-
-
-@require_GET
-def plotly_js(request: HttpRequest, version: str) -> HttpResponse:
-    """plotly.js from the installed plotly package (no CDN), gzip-compressed for clients that
-    accept it; the version is in the URL, so the file can be cached for a year."""
-    if version != PLOTLY_VERSION:
-        raise Http404("unknown plotly version")
-    response: HttpResponse
-    if "gzip" in request.headers.get("Accept-Encoding", ""):
-        response = HttpResponse(_plotly_gzip(), content_type="text/javascript")
-        response["Content-Encoding"] = "gzip"
-    else:
-        response = FileResponse(_PLOTLY_JS.open("rb"), content_type="text/javascript")
-    response["Vary"] = "Accept-Encoding"
-    response["Cache-Control"] = "public, max-age=31536000, immutable"
-    return response

@@ -157,7 +157,7 @@ def _serving(runner: Runner) -> bool:
 def _static_files_are_hashed_compressed_and_cached(runner: Runner, page: bytes) -> None:
     """The page names its static files with content hashes (collected into var/static), and
     they come compressed with a one-year, immutable cache; so does Swagger UI's bundle."""
-    urls = re.findall(rb'(?:href|src)="(/static/[^"]+)"', page)
+    urls = re.findall(rb'(?:href|src|data-plotly)="(/static/[^"]+)"', page)
     assert urls and all(re.search(rb"\.[0-9a-f]{12}\.(css|js|svg)$", u) for u in urls), urls
     assert (Path(runner.env["FLOE_VAR_DIR"]) / "static" / "staticfiles.json").exists()
     reference = _get(runner.url("/api/reference/"))[1]
@@ -182,6 +182,11 @@ def test_serves_the_table_list_runs_a_task_in_the_worker_and_stops_on_sigint(run
     status, css = _get(runner.url("/static/floe/floe.css"))
     assert status == 200 and css.startswith(b"/* Floe")
     _static_files_are_hashed_compressed_and_cached(runner, page)
+    # the overview's charts: the partial plotly.js bundle, a static file like the others
+    status, overview = _get(runner.url("/catalogs/local/namespaces/sales/tables/orders/"))
+    assert status == 200 and re.search(
+        rb'data-plotly="/static/floe/plotly-partial\.min\.[0-9a-f]{12}\.js"', overview), overview
+    _static_files_are_hashed_compressed_and_cached(runner, overview)
 
     token = _token(runner)
     status, created = _post_json(runner.url("/api/tasks/"), {"kind": "refresh_table_stats"}, token)

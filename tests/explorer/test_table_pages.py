@@ -68,9 +68,9 @@ def test_overview_shows_the_metadata_and_current_totals(client: Client, history:
         assert f'data-metric="{key}"' in html
     assert "write.target-file-size-bytes (64.0 MiB) = 16.0 MiB" in html
     assert "history.expire.max-snapshot-age-ms (432000000 ms)" in html
-    # timeline: data embedded, plotly served locally, no CDN
+    # timeline: data embedded, plotly served locally (loaded by the chart's script), no CDN
     assert 'id="timeline-data"' in html and "cdn" not in html.lower()
-    assert re.search(r'src="/assets/plotly-[^"]+\.min\.js"', html)
+    assert re.search(r'data-plotly="/static/floe/plotly-partial\.min\.js"', html)
 
 
 def test_timeline_data_comes_from_summaries(client: Client, history: HistoryTable) -> None:
@@ -92,14 +92,17 @@ def test_timeline_data_comes_from_summaries(client: Client, history: HistoryTabl
     assert data["current"] == len(rows) - 1 and rows[-1]["is_current"]
 
 
-def test_plotly_js_is_served_from_the_package_with_long_cache(client: Client, history: HistoryTable) -> None:
+def test_plotly_js_is_the_partial_bundle_served_as_a_static_file(
+        client: Client, history: HistoryTable) -> None:
+    """Hashed names, compression and the one-year cache of static files under `make run`:
+    tests/explorer/test_run_supervisor.py."""
     html = _html(client, BASE)
-    src = re.search(r'src="(/assets/plotly-[^"]+\.min\.js)"', html).group(1)  # type: ignore[union-attr]
+    src = re.search(r'data-plotly="(/static/[^"]+)"', html).group(1)  # type: ignore[union-attr]
     response = client.get(src)
     assert response.status_code == 200
-    assert "max-age=31536000" in response["Cache-Control"]
-    assert b"plotly" in b"".join(response.streaming_content)[:2000].lower()  # type: ignore[attr-defined]
-    assert client.get("/assets/plotly-0.0.0.min.js").status_code == 404
+    head = b"".join(response.streaming_content)[:300]  # type: ignore[attr-defined]
+    assert head.startswith(b"/**\n* plotly.js v") and b"partial bundle" in head
+    assert client.get("/assets/plotly-7.1.0.min.js").status_code == 404
 
 
 def test_snapshot_page_lists_manifests_with_inspect_counts(client: Client, history: HistoryTable) -> None:

@@ -1,4 +1,5 @@
-// Draws every plotly figure embedded as <script type="application/json" data-chart="ID">.
+// Draws every plotly figure embedded as <script type="application/json" data-chart="ID">,
+// with the plotly.js its own script element names (data-plotly).
 // Strings of a figure come from the table (partition values, names): plotly would read <b>,
 // <a href> and the like in them as markup, so every string is escaped to its entities
 // (which plotly shows as the characters) except the templates the server writes as such.
@@ -17,15 +18,17 @@
     }
     return value;
   }
-  function draw() {
+  function draw(Plotly) {
     document.querySelectorAll("script[data-chart]").forEach(function (el) {
       var target = document.getElementById(el.dataset.chart);
-      if (!target || !window.Plotly) return;
+      if (!target) return;
       var fig = text(JSON.parse(el.textContent), "");
-      window.Plotly.newPlot(target, fig.data, fig.layout, {displaylogo: false, responsive: true, modeBarButtonsToRemove: ["sendDataToCloud"], showSendToCloud: false, showEditInChartStudio: false})
+      Plotly.newPlot(target, fig.data, fig.layout, {displaylogo: false, responsive: true, modeBarButtonsToRemove: ["sendDataToCloud"], showSendToCloud: false, showEditInChartStudio: false})
         .then(function () { target.dataset.drawn = "true"; });
     });
   }
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", draw);
-  else draw();
+  // plotly.js arrives after the page is shown (floe.plotly); this script is deferred.
+  if (document.querySelector("script[data-chart]")) {
+    window.floe.plotly(document.currentScript.dataset.plotly).then(draw);
+  }
 })();

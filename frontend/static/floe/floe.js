@@ -64,7 +64,31 @@
       return '"' + token + '"';
     }));
   }
-  window.floe = { sortable: sortable, parseJSON: parseJSON };
+  // plotly.js is large (1.4 MB, scripts/build-plotly.sh): a page's numbers come first, its
+  // charts after. The first call fetches it once the page has loaded and the browser is
+  // idle; every call resolves with window.Plotly.
+  var plotlyLoaded = null;
+  function plotly(src) {
+    if (!plotlyLoaded) {
+      plotlyLoaded = new Promise(function (resolve, reject) {
+        function load() {
+          var script = document.createElement("script");
+          script.src = src;
+          script.onload = function () { resolve(window.Plotly); };
+          script.onerror = function () { reject(new Error("could not load " + src)); };
+          document.head.appendChild(script);
+        }
+        function whenIdle() {
+          if (window.requestIdleCallback) window.requestIdleCallback(load, { timeout: 200 });
+          else setTimeout(load, 0);
+        }
+        if (document.readyState === "complete") whenIdle();
+        else window.addEventListener("load", whenIdle);
+      });
+    }
+    return plotlyLoaded;
+  }
+  window.floe = { sortable: sortable, parseJSON: parseJSON, plotly: plotly };
   function init() {
     document.querySelectorAll("main table.data").forEach(wrap);
     document.querySelectorAll("table.sortable").forEach(sortable);
