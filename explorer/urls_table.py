@@ -27,4 +27,5 @@ urlpatterns += [
     path(_t + "actions/", vt.table_actions, name="actions"),
     path(_t + "actions/run/", vt.table_action, name="action"),
     path(_t + "audit/", vt.table_audit_page, name="audit"),
+    path(_t + "tasks/", vt.table_tasks, name="tasks"),
 ]

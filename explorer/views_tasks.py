@@ -123,22 +123,38 @@ def _running(request: HttpRequest, catalog: str, ns: str, table: str) -> list[Ta
                 .filter(state__in=ACTIVE)[:20])
 
 
+def _runs_page(request: HttpRequest, **scope: str) -> dict[str, Any]:
+    """The runs a task list shows (``scope``: the table's catalog, namespace and name, which
+    the query cannot change), filtered by the query's ``user``, ``state``, ``kind``."""
+    q = request.GET
+    filters = {k: q.get(k, "").strip() for k in ("catalog", "namespace", "table", "user",
+                                                  "state", "kind")}
+    filters.update(scope)
+    runs = task_runs(user=request.user, catalog=filters["catalog"] or None,
+                     namespace=filters["namespace"] or None, table=filters["table"] or None,
+                     created_by=filters["user"] or None, state=filters["state"] or None,
+                     kind=filters["kind"] or None)
+    return {"page": Paginator(runs, settings.FLOE_PAGE_SIZE).get_page(q.get("page")),
+            "filters": filters, "states": TaskRun.State.values, "kinds": TaskRun.Kind.choices}
+
+
 @read_access_required
 @require_GET
 def task_list(request: HttpRequest) -> HttpResponse:
     """Task runs newest first: all, per table (``catalog``, ``namespace``, ``table``), per
     user (``user``), per ``state`` / ``kind``; unfinished ones update live."""
-    q = request.GET
-    filters = {k: q.get(k, "").strip() for k in ("catalog", "namespace", "table", "user",
-                                                  "state", "kind")}
-    runs = task_runs(user=request.user, catalog=filters["catalog"] or None,
-                     namespace=filters["namespace"] or None, table=filters["table"] or None,
-                     created_by=filters["user"] or None, state=filters["state"] or None,
-                     kind=filters["kind"] or None)
-    page = Paginator(runs, settings.FLOE_PAGE_SIZE).get_page(q.get("page"))
-    return render(request, "explorer/task_list.html", {
-        "page": page, "filters": filters, "states": TaskRun.State.values,
-        "kinds": TaskRun.Kind.choices})
+    return render(request, "explorer/task_list.html", _runs_page(request))
+
+
+@read_access_required
+@require_GET
+def table_tasks(request: HttpRequest, catalog: str, ns: str, table: str) -> HttpResponse:
+    """A table's Tasks tab: its runs, with the table's navigation (filters ``user``,
+    ``state``, ``kind``)."""
+    ctx = _table_context(catalog, ns, table)
+    ctx.pop("table_obj")
+    return render(request, "explorer/table_tasks.html", {
+        **ctx, **_runs_page(request, catalog=catalog, namespace=ns, table=table)})
 
 
 @read_access_required

@@ -258,6 +258,26 @@ def test_the_task_list_per_table_and_per_user_with_live_rows(lake: Path, setting
     assert 'id="cancel-form"' not in viewer.get(f"/tasks/{mine.pk}/").content.decode()
 
 
+def test_a_tables_tasks_tab_lists_its_runs_under_the_tables_navigation(lake: Path) -> None:
+    mia = user_with("mia", "maintainer")
+    mine = TaskRun.objects.create(kind="compact", catalog="local", namespace="ns",
+                                  table="events", state="SUCCEEDED", created_by=mia)
+    TaskRun.objects.create(kind="rollback", catalog="local", namespace="ns", table="other",
+                           state="QUEUED", created_by=mia)
+    client = signed_in("viewer")
+    overview = client.get(T).content.decode()
+    assert f'href="{T}tasks/" id="tab-tasks"' in overview
+    page = client.get(T + "tasks/").content.decode()
+    assert 'id="table-tabs"' in page and 'id="tab-tasks" aria-current="page"' in page
+    assert re.findall(r'data-task-id="(\d+)"', page) == [str(mine.pk)]
+    assert "<th>Table</th>" not in page and 'name="table"' not in page
+    # the query filters within the table; it cannot leave it
+    assert client.get(T + "tasks/?state=queued").content.decode().count('class="task-run"') == 0
+    assert re.findall(r'data-task-id="(\d+)"', client.get(T + "tasks/?table=other").content
+                      .decode()) == [str(mine.pk)]
+    assert client.get(T + "tasks/?state=sleeping").status_code == 400
+
+
 def test_cancel_from_the_run_page(lake: Path) -> None:
     run = TaskRun.objects.create(kind="compact", catalog="local", namespace="ns",
                                  table="events", state="QUEUED")
