@@ -32,5 +32,5 @@ urlpatterns = [
     path(_tables + "<str:table>/preview/", views_read.PreviewView.as_view(), name="table-preview"),
     path(_tables + "<str:table>/export/", views_read.ExportView.as_view(), name="table-export"),
     *router.urls,
-    re_path(r"^.*$", views.NotFoundView.as_view()),  # last: JSON 404s under /api/
+    re_path(r"^(?P<rest>.*)$", views.api_not_found),  # last: JSON 404s under /api/
 ]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import serializers as drf_serializers
@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 
 from api import serializers
 from explorer import permissions, selectors
+from explorer.errors import domain_error_body, domain_error_status
 from floe.errors import NotFound
 
 CATALOG = OpenApiParameter("catalog", OpenApiTypes.STR, OpenApiParameter.PATH, description="Catalog name")
@@ -97,16 +98,16 @@ class ApiRootView(APIView):
         })
 
 
-@extend_schema(exclude=True)
-class NotFoundView(APIView):
-    """Every /api/ URL no route matches, whatever the method: a JSON 404. A DRF view, so
-    token clients are not asked for the CSRF token a plain Django view wants on POST, PUT,
-    PATCH and DELETE (that was a CSRF 403 page), and the error has the API's one shape."""
-
-    permission_classes = [AllowAny]  # nothing here to protect; the 404 says so to anyone
-
-    def _missing(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        raise NotFound(f"no API endpoint at {request.path}; the entry points are listed at "
-                       f"{reverse('api-root')}")
-
-    get = post = put = patch = delete = head = options = _missing
+@csrf_exempt
+def api_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
+    """Every /api/ URL no route matches, whatever the method: a JSON 404 in the API's one
+    error shape. Exempt from CSRF: it changes nothing, and CsrfViewMiddleware answered POST,
+    PUT, PATCH and DELETE with its HTML 403 page instead, token clients included (DRF's
+    views are exempt and check CSRF for session clients only). A plain view, not a DRF one:
+    the browsable API lists every DRF view a URL prefix resolves to as a breadcrumb, and the
+    catch-all resolves them all."""
+    error = NotFound(f"no API endpoint at {request.path}; the entry points are listed at "
+                     f"{reverse('api-root')}")
+    status = domain_error_status(error)
+    assert status is not None
+    return JsonResponse(domain_error_body(error), status=status)
