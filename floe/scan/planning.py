@@ -432,7 +432,7 @@ class _Planner:
         kept = self._select(manifests, "data")
         explain = self.explain
         funnel = self.funnel
-        matched: set[str] = set()
+        matched: set[tuple[str, int | None]] = set()
         has_deletes = index.has_deletes
         for group in _chunks(kept, chunk_entries):
             entries = read_live_entries(self.io, group, self.cache, self.processes)
@@ -471,7 +471,10 @@ class _Planner:
                     deletes: tuple[DeleteFile, ...] = ()
                     if ok and has_deletes:
                         deletes = tuple(index.for_data_file(df, seq, spec_id))
-                        matched.update(d.path for d in deletes)
+                        # a deletion vector is one blob of a Puffin file that may hold
+                        # many (Spark writes one per data file): each counts, as in
+                        # delete_files_total
+                        matched.update((d.path, d.data_file.content_offset) for d in deletes)
                     residual = spec_filter.residual_for(df.partition) if ok else None
                     if mdec is not None:
                         dec = FileDecision(df.file_path, "data", ok, None if ok else stage,
