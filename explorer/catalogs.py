@@ -18,6 +18,12 @@ list, manifest or data file named outside, is :class:`explorer.errors.OutsideWar
 same error and the same status (422, a file the request needs cannot be read) on every page
 and endpoint.
 Names only (listing directories, existence checks) are not confined.
+
+A table moved or copied without rewriting its metadata still names its files where it was
+(Iceberg paths are absolute). When such a table is opened (:func:`note_moved`), its
+WarehouseIO remembers the old place, and a file refused there, or gone from there, is
+:class:`explorer.errors.TableMoved` (422 too), whose message says where the metadata points
+instead of only "outside the warehouse". The refusal itself is the same.
 """
 
 from __future__ import annotations
@@ -35,11 +41,13 @@ from django.conf import settings
 from sqlalchemy.exc import SQLAlchemyError
 
 from explorer.cache import CACHE
-from explorer.errors import CatalogUnavailable, OutsideWarehouse
+from explorer.errors import CatalogUnavailable, OutsideWarehouse, TableMoved
 from floe.catalog.base import Catalog
 from floe.catalog.config import CatalogConfig, default_config_path, load_catalogs
 from floe.errors import FloeError, NotFound, ValidationError
+from floe.inspect import moved_from
 from floe.io import FileIO, local_path
+from floe.table import Table
 
 __all__ = [
     "LOCAL_CATALOG",
@@ -53,6 +61,8 @@ __all__ = [
     "check_configuration",
     "check_inside",
     "close_catalogs",
+    "note_moved",
+    "table_moved",
 ]
 
 logger = logging.getLogger(__name__)
@@ -80,9 +90,27 @@ class WarehouseIO(FileIO):
         self.catalog = catalog
         self.warehouse = warehouse
         self.root = _real_root(warehouse)
+        #: Where tables opened from this catalog were (their metadata's location, as a path)
+        #: → where they are now (explorer.catalogs.note_moved).
+        self.moved: dict[str, str] = {}
+
+    def _moved(self, location: str, problem: str) -> TableMoved | None:
+        """TableMoved for a file under a moved table's old place, else None."""
+        try:
+            path = local_path(location)
+        except ValidationError:
+            path = location
+        for old, new in list(self.moved.items()):
+            if path.startswith(old + "/"):
+                return TableMoved(location, (
+                    f"this table's metadata points to {old}: it was moved or copied to {new} "
+                    "without rewriting its metadata, which names every file by its absolute "
+                    f"path; {problem}"))
+        return None
 
     def check(self, location: str) -> None:
-        """OutsideWarehouse unless ``location`` (resolved) is inside the warehouse."""
+        """OutsideWarehouse unless ``location`` (resolved) is inside the warehouse
+        (TableMoved when it is under the old place of a moved table)."""
         if self.root is None:
             raise OutsideWarehouse(
                 location, f"catalog {self.catalog!r} has no local warehouse directory, and the "
@@ -92,17 +120,30 @@ class WarehouseIO(FileIO):
         except ValidationError:
             real = None
         if real is None or os.path.commonpath([self.root, real]) != self.root:
+            moved = self._moved(location, f"that place is not in the warehouse "
+                                          f"{self.warehouse} of catalog {self.catalog!r} "
+                                          "(symlinks resolved), so nothing is read from it")
+            if moved is not None:
+                raise moved
             raise OutsideWarehouse(
                 location, f"outside the warehouse {self.warehouse} of catalog "
                 f"{self.catalog!r} (symlinks resolved); not read")
 
     def open(self, location: str) -> BinaryIO:
         self.check(location)
-        return super().open(location)
+        try:
+            return super().open(location)
+        except NotFound:
+            raise self._moved(location, "the file is no longer there") or NotFound(
+                f"{location}: file does not exist") from None
 
     def size(self, location: str) -> int:
         self.check(location)
-        return super().size(location)
+        try:
+            return super().size(location)
+        except NotFound:
+            raise self._moved(location, "the file is no longer there") or NotFound(
+                f"{location}: file does not exist") from None
 
     def write(self, location: str, data: bytes, overwrite: bool = False) -> None:
         self.check(location)
@@ -248,6 +289,43 @@ def check_inside(catalog: Catalog, location: str) -> None:
     served from a cache keyed by path, which never reach the catalog's WarehouseIO."""
     if isinstance(catalog.io, WarehouseIO):
         catalog.io.check(location)
+
+
+def table_moved(table: Table) -> dict[str, str] | None:
+    """Where the table's metadata points when the table is no longer there
+    (floe.inspect.moved_from): ``{"from": old location, "to": its directory now, "state":
+    "outside" (not in the warehouse: not read), "gone" (nothing there any more) or "there"
+    (the files are read from the old place)}``; None for a table where it says it is."""
+    old = moved_from(table.metadata, table.metadata_location)
+    if old is None:
+        return None
+    new = table.metadata_location.rsplit("/", 2)[0]
+    io = table.catalog.io
+    state = "there"
+    try:
+        if isinstance(io, WarehouseIO):
+            io.check(old)
+        if not os.path.isdir(local_path(old)):
+            state = "gone"
+    except (OutsideWarehouse, TableMoved):
+        state = "outside"
+    except ValidationError:  # not a local path: say nothing about whether it is there
+        pass
+    return {"from": old, "to": new, "state": state}
+
+
+def note_moved(table: Table) -> None:
+    """Remember a table's old place in its catalog's WarehouseIO when it was moved, so that
+    what is refused or missing there says why (explorer.errors.TableMoved)."""
+    io = table.catalog.io
+    old = moved_from(table.metadata, table.metadata_location)
+    if old is None or not isinstance(io, WarehouseIO):
+        return
+    try:
+        key = local_path(old).rstrip("/")
+    except ValidationError:
+        key = old.rstrip("/")
+    io.moved[key] = table.metadata_location.rsplit("/", 2)[0]
 
 
 @contextlib.contextmanager

@@ -23,6 +23,13 @@ class OutsideWarehouse(errors.MetadataError):
     read. The same error, and status, wherever it happens (explorer.catalogs.WarehouseIO)."""
 
 
+class TableMoved(errors.MetadataError):
+    """A file named by a table whose metadata points to where the table no longer lives (its
+    directory was moved or copied without rewriting its metadata, which names every file by
+    its absolute path), and that place is outside the warehouse or gone: not read. The
+    message says where the metadata points (explorer.catalogs.WarehouseIO)."""
+
+
 class CatalogUnavailable(errors.FloeError):
     """A catalog cannot be used right now (its database does not answer, the catalog file is
     broken); the message says which and why."""

@@ -28,6 +28,7 @@ from explorer.catalogs import (
     catalog_info,
     catalog_infos,
     check_inside,
+    note_moved,
 )
 from explorer.catalogs import catalog_get as _catalog
 from floe.catalog.base import Catalog, Namespace, TableIdentifier, to_namespace
@@ -321,7 +322,9 @@ def _open(catalog: Catalog, ident: TableIdentifier, metadata_location: str) -> T
         metadata = cache.metadata.get_or_load(
             metadata_location, lambda: parse_metadata(io.read(metadata_location),
                                                       metadata_location))
-        return Table(catalog, ident, metadata, metadata_location)
+        table = Table(catalog, ident, metadata, metadata_location)
+        note_moved(table)  # files of a moved table refused or missing say why
+        return table
 
     return cache.tables.get_or_load((catalog.name, str(ident), metadata_location), load)
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from explorer import selectors
 from explorer.cache import CACHE
-from explorer.catalogs import check_inside
+from explorer.catalogs import check_inside, table_moved
 from explorer.units import sizes_in_text
 from explorer.sorting import by_key, sort_rows
 from floe import inspect
@@ -198,8 +198,9 @@ def _schema_tree(fields: Iterable[NestedField], depth: int = 0, prefix: str = ""
 
 
 def table_overview(*, table: Table) -> dict[str, Any]:
-    """``floe describe`` plus the current schema as a tree, refs with their snapshots and
-    the totals of the current snapshot's summary."""
+    """``floe describe`` plus the current schema as a tree, refs with their snapshots, the
+    totals of the current snapshot's summary and, for a table moved or copied without
+    rewriting its metadata, where that metadata points (explorer.catalogs.table_moved)."""
     md = table.metadata
     described = inspect.describe(md, table.metadata_location)
     current = md.current_snapshot()
@@ -225,6 +226,7 @@ def table_overview(*, table: Table) -> dict[str, Any]:
                         f"{f.direction} {f.null_order}" for f in o.fields]}
             for o in md.sort_orders],
         "totals": totals,
+        "moved": table_moved(table),
     }
 
 

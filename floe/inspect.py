@@ -12,7 +12,7 @@ from typing import Any
 
 from floe import conversions
 from floe.errors import NotFound, ValidationError
-from floe.io import FileIO
+from floe.io import FileIO, local_path
 from floe.manifest import (
     FileContent,
     ManifestEntry,
@@ -21,6 +21,7 @@ from floe.manifest import (
 )
 from floe.metadata import TableMetadata
 from floe.partitioning import PartitionSpec
+from floe.properties import METADATA_PATH
 from floe.schema import Schema
 from floe.snapshots import Snapshot
 from floe.types import NestedField, PrimitiveType, StructType
@@ -34,6 +35,7 @@ __all__ = [
     "live_entries",
     "resolve_snapshot",
     "partition_type_for",
+    "moved_from",
 ]
 
 _FILE_CONTENT = {0: "data", 1: "position_deletes", 2: "equality_deletes"}
@@ -84,6 +86,25 @@ def describe(md: TableMetadata, metadata_location: str | None = None) -> dict[st
         ],
         "snapshot_count": len(md.snapshots),
     }
+
+
+def _directory(location: str) -> str:
+    """A directory's location, comparable: a ``file:`` URI as its path, no trailing slash."""
+    try:
+        location = local_path(location)
+    except ValidationError:  # s3:// and friends compare as written
+        pass
+    return location.rstrip("/")
+
+
+def moved_from(md: TableMetadata, metadata_location: str) -> str | None:
+    """The location the metadata names when the metadata file is not where that location
+    keeps it (``<location>/metadata``, or ``write.metadata.path``): the table directory was
+    moved or copied without rewriting its metadata, whose every file path is absolute and
+    still names the old place. None for a table where its metadata says it is."""
+    expected = md.properties.get(METADATA_PATH) or md.location.rstrip("/") + "/metadata"
+    here = _directory(metadata_location).rpartition("/")[0]
+    return None if here == _directory(expected) else md.location
 
 
 def snapshot_rows(md: TableMetadata) -> list[dict[str, Any]]:

@@ -48,6 +48,8 @@ PREVIOUS_VERSIONS_MAX_DEFAULT = 100
 DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
 DELETE_AFTER_COMMIT_DEFAULT = False
 METADATA_COMPRESSION = "write.metadata.compression-codec"
+#: Where metadata files are written instead of ``<location>/metadata``.
+METADATA_PATH = "write.metadata.path"
 
 # -- commits ----------------------------------------------------------------------------------
 COMMIT_NUM_RETRIES = "commit.retry.num-retries"
