@@ -209,6 +209,8 @@ def manifest_rows(
                     "contains_nan": summary.contains_nan,
                     "lower_bound": _bound_json(pfield, summary.lower_bound),
                     "upper_bound": _bound_json(pfield, summary.upper_bound),
+                    "lower_bound_text": _bound_text(pfield, summary.lower_bound),
+                    "upper_bound_text": _bound_text(pfield, summary.upper_bound),
                 }
             )
         rows.append(

@@ -109,3 +109,13 @@ def test_the_preview_csv_link_writes_nested_values_as_json(
     (row,) = list(csv.DictReader(io.StringIO(response.content.decode())))
     for column, value in expected.items():
         assert (json.loads(row[column]) if column != "raw" else row[column]) == value
+
+
+def test_partition_summaries_read_as_iceberg_prints_them(lab: Path) -> None:
+    """The snapshot page's manifest list: the double partition's range over 0.1, NaN and the
+    infinities is [-Infinity … Infinity] with NaN noted apart, not Python's inf."""
+    sid = directory_table(str(lab / "lab" / "special")).metadata.current_snapshot_id
+    page = Client().get(LAB + f"snapshots/{sid}/")
+    assert page.status_code == 200
+    text = html.unescape(page.content.decode())
+    assert "<code>d</code>: [-Infinity … Infinity] +NaN" in text
