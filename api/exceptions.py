@@ -7,10 +7,13 @@ keep DRF's status and get the shape: ``error`` is DRF's class name (``NotAuthent
 ``AuthenticationFailed``, ``MethodNotAllowed``, ``UnsupportedMediaType``, ``ParseError``...),
 except that a refusal by role is ``Forbidden`` like the services' and a missing object
 ``NotFound``; a serializer's field errors stay under their fields, ``detail`` joins them.
+Anything else is a bug: logged with its traceback, answered as ``InternalError`` (500) in the
+same shape, without the exception's text (it may name files or settings).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.conf import settings
@@ -27,6 +30,8 @@ from explorer.errors import (
     domain_error_status,
 )
 from explorer.units import size_text
+
+log = logging.getLogger(__name__)
 
 #: DRF errors whose class name would not say what the rest of the API says.
 _NAMES: dict[type[BaseException], str] = {
@@ -68,6 +73,12 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if status is not None:
         return Response(domain_error_body(exc), status=status, headers=domain_error_headers(exc))
     response = drf_exception_handler(exc, context)
-    if response is not None:
-        response.data = _drf_body(exc, response.data)
+    if response is None:
+        request = context.get("request")
+        log.error("unexpected error answering %s %s", getattr(request, "method", "?"),
+                  getattr(request, "path", "?"), exc_info=exc)
+        return Response({"error": "InternalError",
+                         "detail": "the server failed to answer this request; the error is "
+                                   "in the server's log"}, status=500)
+    response.data = _drf_body(exc, response.data)
     return response

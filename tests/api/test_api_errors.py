@@ -162,3 +162,21 @@ def test_drf_refusals_have_the_shape_and_the_api_names(demo: Path, settings: Any
                                  **_token("cy", "maintainer")), 400, "ValidationError")
     assert missing["detail"] == "kind: This field is required."
     assert missing["kind"] == ["This field is required."]  # the serializer's fields stay
+
+
+def test_a_bug_is_a_json_500_that_names_nothing_of_the_server(
+        demo: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """An exception no mapping knows (a bug) is logged with its traceback and answered in the
+    one shape, without the exception's text."""
+    from explorer import selectors
+
+    def broken() -> None:
+        raise RuntimeError("secret detail /etc/floe/settings.toml")
+
+    monkeypatch.setattr(selectors, "catalog_list", broken)
+    response = Client(raise_request_exception=False).get("/api/catalogs/",
+                                                         HTTP_ACCEPT="application/json")
+    body = _shape(response, 500, "InternalError")
+    assert "secret" not in response.content.decode()
+    assert set(body) == {"error", "detail"}
+    assert any("secret detail" in str(r.exc_info[1]) for r in caplog.records if r.exc_info)
