@@ -12,6 +12,8 @@ files of the group it was writing), which the worker stores when the run ends
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -238,6 +240,10 @@ def _cancelled(run: Any) -> str:
     return "Cancelled"
 
 
+#: The class name a stored error starts with (explorer.task_runtime writes "Name: message").
+_ERROR_CLASS = re.compile(r"^[A-Z]\w*: ")
+
+
 def outcome(run: Any) -> str | None:
     """The sentence of a finished run (None while it is queued or running)."""
     if run.state not in _FINISHED:
@@ -246,7 +252,9 @@ def outcome(run: Any) -> str | None:
         return _cancelled(run)
     if run.state == "FAILED":
         reason = (run.error or "").strip().splitlines()
-        return sizes_in_text(f"Failed: {reason[0]}" if reason else "Failed")
+        # the error is stored as "SomeError: what happened"; people read what happened
+        said = _ERROR_CLASS.sub("", reason[0]) if reason else ""
+        return sizes_in_text(f"Failed: {said}" if said else "Failed")
     say = _SAY.get(run.kind)
     text = say(run.result or {}, run.params or {}) if say else "Done"
     seconds = _seconds(run)

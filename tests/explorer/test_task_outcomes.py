@@ -151,8 +151,9 @@ def test_a_failed_run_says_why(lake: Path) -> None:
     execute(run.pk, threaded=False, runner_for=runner_for)
     said = client_for(mia).get(f"/api/tasks/{run.pk}/").json()
     assert said["state"] == "FAILED"
-    assert said["outcome"] == f"Failed: {said['error']}"
-    assert said["outcome"].startswith(f"Failed: ValidationError: cannot roll back to snapshot "
+    assert said["error"].startswith(f"ValidationError: cannot roll back to snapshot {second}")
+    assert said["outcome"] == f"Failed: {said['error'].removeprefix('ValidationError: ')}"
+    assert said["outcome"].startswith(f"Failed: cannot roll back to snapshot "
                                       f"{second}: it is not an ancestor")
 
 
