@@ -33,6 +33,7 @@ from api import serializers
 from api.renderers import FloeJSONRenderer
 from api.views import CATALOG, NAMESPACE, TABLE
 from explorer import ratelimit, selectors, services
+from explorer.models import TaskRun
 from explorer.selectors_audit import (
     audit_csv,
     audit_entries,
@@ -40,6 +41,7 @@ from explorer.selectors_audit import (
     audit_rows_described,
     grants_list,
     table_audit,
+    task_run_get,
     task_runs,
     time_parse,
 )
@@ -79,6 +81,10 @@ class TaskRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         return task_runs(user=self.request.user, catalog=q.get("catalog"),
                          namespace=q.get("namespace"), table=q.get("table"),
                          created_by=q.get("user"), state=q.get("state"), kind=q.get("kind"))
+
+    def get_object(self) -> TaskRun:
+        """The run of the URL, as the pages find it (NotFound naming the run)."""
+        return task_run_get(user=self.request.user, task_run_id=self.kwargs["pk"])
 
     @extend_schema(request=serializers.TaskRunCreateSerializer,
                    responses={201: serializers.TaskRunSerializer})

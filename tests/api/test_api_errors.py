@@ -180,3 +180,9 @@ def test_a_bug_is_a_json_500_that_names_nothing_of_the_server(
     assert "secret" not in response.content.decode()
     assert set(body) == {"error", "detail"}
     assert any("secret detail" in str(r.exc_info[1]) for r in caplog.records if r.exc_info)
+
+
+def test_an_unknown_task_run_is_named(demo: Path) -> None:
+    for url in ("/api/tasks/999999/", "/api/tasks/nope/"):
+        body = _shape(Client().get(url), 404, "NotFound")
+        assert body["detail"] == f"task run {url.split('/')[3]} does not exist"
