@@ -29,6 +29,8 @@ class SparkJobError(errors.FloeError):
 #: become a FloeError with the same message.
 _SAME_CLASS: dict[str, type[errors.FloeError]] = {
     "ValidationError": errors.ValidationError,
+    "FilterInvalid": errors.FilterInvalid,
+    "FilterTooDeep": errors.FilterTooDeep,
     "NotFound": errors.NotFound,
     "CommitConflict": errors.CommitConflict,
     "CommitStateUnknown": errors.CommitStateUnknown,
