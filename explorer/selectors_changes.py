@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 
 from explorer.units import size_text
-from floe.cli_evolve import CHANGES as EVOLVE_CHANGES
+from floe.cli.evolve import CHANGES as EVOLVE_CHANGES
 from floe.errors import ValidationError
 from floe.maintenance.compaction_plan import CompactionPlan, plan_compaction
 from floe.table import Table
@@ -46,7 +46,7 @@ LIST_CAP = 200
 GROUP_CAP = 100
 GROUP_FILES_CAP = 20
 
-# An evolve change is one of ``floe evolve``'s sub-commands (floe.cli_evolve.CHANGES) as a
+# An evolve change is one of ``floe evolve``'s sub-commands (floe.cli.evolve.CHANGES) as a
 # JSON object: {"op": "add-column", "path": "point.z", "type": "double", "after": "y"}.
 # Per op: the fields that are the sub-command's arguments, in order, and the fields that are
 # its options.

@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from floe.cli_common import TABLE_HELP, load_table_state
+from floe.cli.common import TABLE_HELP, load_table_state
 from floe.errors import ValidationError
 from floe.io import FileIO, local_path
 from floe.scan import plan_files

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from floe.cli_common import TABLE_HELP, open_table
+from floe.cli.common import TABLE_HELP, open_table
 from floe.errors import ValidationError
 from floe.types import parse_type
 

@@ -13,7 +13,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from floe.cli_common import TABLE_HELP, open_catalog_for_create, open_table
+from floe.cli.common import TABLE_HELP, open_catalog_for_create, open_table
 from floe.errors import ValidationError
 from floe.io import local_path
 from floe.manifest import DataFile

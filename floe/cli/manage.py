@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from floe.cli_common import TABLE_HELP, open_table
+from floe.cli.common import TABLE_HELP, open_table
 from floe.errors import ValidationError
 
 if TYPE_CHECKING:  # only a type here: read-only `floe` commands need not import it

@@ -12,8 +12,13 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from floe import cli_evolve, cli_maintenance, cli_manage, cli_scan, cli_write, inspect
-from floe.cli_common import TABLE_HELP, load_table_state
+from floe import inspect
+from floe.cli import evolve as cli_evolve
+from floe.cli import maintenance as cli_maintenance
+from floe.cli import manage as cli_manage
+from floe.cli import scan as cli_scan
+from floe.cli import write as cli_write
+from floe.cli.common import TABLE_HELP, load_table_state
 from floe.errors import FloeError
 from floe.io import FileIO
 from floe.scan.explain import encode_compact
@@ -182,7 +187,3 @@ def program(argv: Sequence[str] | None = None) -> None:
     if words and words[0] in READ_ONLY_COMMANDS:
         gc.disable()
     sys.exit(main(words))
-
-
-if __name__ == "__main__":  # pragma: no cover
-    program()

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from floe.cli_common import TABLE_HELP, ProgressBar, open_table
+from floe.cli.common import TABLE_HELP, ProgressBar, open_table
 from floe.errors import ValidationError
 
 __all__ = ["register"]

@@ -1,0 +1,5 @@
+"""``python -m floe.cli``: the ``floe`` program."""
+
+from floe.cli import program
+
+program()
