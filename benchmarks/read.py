@@ -155,7 +155,7 @@ def ensure_table(root: Path, files: int, rows: int) -> Path:
 def _child_floe(location: str, snapshot: int) -> dict[str, Any]:
     from floe.catalog.filesystem import load_table_metadata
     from floe.io import FileIO
-    from floe.io.readers import read_plan
+    from floe.scan.readers import read_plan
     from floe.scan import plan_files
 
     t = time.perf_counter()

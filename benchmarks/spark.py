@@ -160,7 +160,7 @@ class Floe:
 def _floe_read_alone(location: str) -> float:
     """floe's own read of the table in this process (no Spark), all columns."""
     from floe.catalog.filesystem import directory_table
-    from floe.io.readers import read_plan
+    from floe.scan.readers import read_plan
     from floe.scan.planning import plan_files
 
     table = directory_table(location)

@@ -15,7 +15,7 @@ from typing import Any
 
 from floe import errors
 from floe.catalog.base import UnsupportedOperation
-from floe.io.readers import UnsupportedDeletes
+from floe.scan.readers import UnsupportedDeletes
 
 
 class OutsideWarehouse(errors.MetadataError):

@@ -22,7 +22,7 @@ from explorer.values import CsvWriter
 from floe.errors import InvalidArgument
 from floe.expressions import bind, parse_filter
 from floe.io.parquet import schema_to_arrow
-from floe.io.readers import read_plan
+from floe.scan.readers import read_plan
 from floe.maintenance.partition_stats import partition_stats_file_for
 from floe.partition_stats import TablePartitionStats, from_statistics_file, partition_stats
 from floe.scan import ScanPlan, plan_files, select_snapshot

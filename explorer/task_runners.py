@@ -39,7 +39,7 @@ from explorer.task_runtime import RunContext
 from explorer.values import CsvWriter
 from floe.catalog.base import Catalog, TableIdentifier
 from floe.io.parquet import schema_to_arrow
-from floe.io.readers import read_plan
+from floe.scan.readers import read_plan
 from floe.maintenance import Progress
 from floe.maintenance.compaction import CompactionResult, compact
 from floe.maintenance.expire import ExpireResult, expire_snapshots

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from floe.io.readers import ReadOptions, read_task
+from floe.scan.readers import ReadOptions, read_task
 from floe.metadata import TableMetadata
 from floe.scan import DEFAULT_CACHE, ManifestCache, plan_files
 from floe.snapshots import Snapshot

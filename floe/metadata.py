@@ -44,6 +44,8 @@ from floe.types import StructType
 __all__ = [
     "DEFAULT_FORMAT_VERSION",
     "HISTORY_TOLERANCE_MS",
+    "METADATA_DIR",
+    "VERSION_HINT",
     "RESERVED_PROPERTIES",
     "SUPPORTED_FORMAT_VERSIONS",
     "TableMetadata",
@@ -53,6 +55,8 @@ __all__ = [
     "new_table_metadata",
     "parse_metadata",
     "serialize_metadata",
+    "metadata_file_location",
+    "version_hint_location",
 ]
 
 SUPPORTED_FORMAT_VERSIONS = (1, 2, 3)
@@ -544,6 +548,22 @@ def assign_fresh_ids(schema: Schema, schema_id: int = 0) -> Schema:
     identifier_names = [schema.find_column_name(i) for i in schema.identifier_field_ids]
     identifier_ids = [fresh.find_field_id(n) for n in identifier_names if n is not None]
     return Schema(*fresh.fields, schema_id=schema_id, identifier_field_ids=identifier_ids)
+
+
+# -- where a file-system table keeps its metadata (spec "File System Tables") ----------------
+
+METADATA_DIR = "metadata"
+VERSION_HINT = "version-hint.text"
+
+
+def version_hint_location(table_location: str) -> str:
+    return f"{table_location.rstrip('/')}/{METADATA_DIR}/{VERSION_HINT}"
+
+
+def metadata_file_location(table_location: str, version: int, compressed: bool = False) -> str:
+    """Where a Hadoop table keeps version ``version``: ``metadata/v<N>[.gz].metadata.json``."""
+    suffix = ".gz.metadata.json" if compressed else ".metadata.json"
+    return f"{table_location.rstrip('/')}/{METADATA_DIR}/v{version}{suffix}"
 
 
 #: Java ``TableMetadata``: history entries may be this much out of order (clock skew between

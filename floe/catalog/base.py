@@ -264,7 +264,7 @@ class Catalog(ABC):
         """Delete every file the table's metadata reaches: data and delete files, manifests,
         manifest lists, statistics files, logged metadata files and the current one (Java
         ``CatalogUtil.dropTableData``). Missing files are skipped."""
-        from floe.maintenance.reachable import delete_file, reachable_files
+        from floe.reachable import delete_file, reachable_files
 
         reached = reachable_files(self.io, metadata, metadata_location=metadata_location,
                                   include_deleted_entries=True, missing_ok=True)

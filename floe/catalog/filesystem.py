@@ -32,7 +32,15 @@ from floe.catalog.base import (
 )
 from floe.errors import CommitConflict, FloeError, NotFound, ValidationError
 from floe.io import FileIO, local_path
-from floe.metadata import TableMetadata, parse_metadata, serialize_metadata
+from floe.metadata import (
+    METADATA_DIR,
+    VERSION_HINT,
+    TableMetadata,
+    metadata_file_location,
+    parse_metadata,
+    serialize_metadata,
+    version_hint_location,
+)
 from floe.partitioning import UNPARTITIONED, PartitionSpec
 from floe.schema import Schema
 from floe.sorting import UNSORTED_SORT_ORDER, SortOrder
@@ -54,8 +62,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-METADATA_DIR = "metadata"
-VERSION_HINT = "version-hint.text"
 _HADOOP_NAME = re.compile(r"^v(\d+)(?:\.gz)?\.metadata\.json(?:\.gz)?$")
 _METASTORE_NAME = re.compile(
     r"^(\d+)-[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
@@ -75,16 +81,6 @@ def _basename(location: str) -> str:
 
 def is_metadata_file_name(name: str) -> bool:
     return name.endswith((".metadata.json", ".metadata.json.gz"))
-
-
-def version_hint_location(table_location: str) -> str:
-    return _join(_join(table_location, METADATA_DIR), VERSION_HINT)
-
-
-def metadata_file_location(table_location: str, version: int, compressed: bool = False) -> str:
-    """Where a Hadoop table keeps version ``version``: ``metadata/v<N>[.gz].metadata.json``."""
-    suffix = ".gz.metadata.json" if compressed else ".metadata.json"
-    return _join(_join(table_location, METADATA_DIR), f"v{version}{suffix}")
 
 
 def _hadoop_file(io: FileIO, metadata_dir: str, version: int) -> str | None:

@@ -87,7 +87,7 @@ def _columns(args: argparse.Namespace) -> list[str] | None:
 
 def cmd_scan(args: argparse.Namespace) -> None:
     from floe.io.parquet import schema_to_arrow
-    from floe.io.readers import read_plan
+    from floe.scan.readers import read_plan
     from floe.scan.incremental import changelog, changelog_arrow_schema, plan_appends
 
     columns = _columns(args)

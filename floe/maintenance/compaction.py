@@ -39,7 +39,7 @@ from floe.errors import CommitConflict, CommitStateUnknown, ValidationError
 from floe.inspect import partition_json
 from floe.io import FileIO
 from floe.io.parquet import schema_to_arrow
-from floe.io.readers import read_plan
+from floe.scan.readers import read_plan
 from floe.maintenance import Cancelled, ProgressCallback, report
 from floe.maintenance.compaction_plan import (
     SORT,

@@ -35,8 +35,8 @@ from floe import conversions
 from floe.errors import InvalidArgument, ValidationError
 from floe.inspect import partition_json
 from floe.io import FileIO
-from floe.io.delete_writer import POSITION_DELETE_SCHEMA
-from floe.io.readers import ReadOptions, read_task
+from floe.table.delete_writer import POSITION_DELETE_SCHEMA
+from floe.scan.readers import ReadOptions, read_task
 from floe.manifest import DataFile, FileContent, ManifestContent, read_manifest_list
 from floe.metadata import TableMetadata
 from floe.properties import (

@@ -63,7 +63,7 @@ from floe.errors import (
 )
 from floe.io import FileIO
 from floe.maintenance import ProgressCallback, report, utc_text
-from floe.maintenance.reachable import (
+from floe.reachable import (
     ManifestLists,
     ManifestScanner,
     PartitionBox,

@@ -43,7 +43,7 @@ from urllib.parse import unquote
 from floe.errors import FloeError, InvalidArgument, ValidationError
 from floe.io import local_path
 from floe.maintenance import ProgressCallback, report, utc_text
-from floe.maintenance.reachable import (
+from floe.reachable import (
     ManifestLists,
     delete_file,
     delete_in_phases,

@@ -468,7 +468,7 @@ def compute_partition_stats(table: Table, snapshot_id: int | None = None, *,
     except CommitStateUnknown:
         raise  # the file may be registered: keep it
     except Exception:
-        from floe.maintenance.reachable import delete_file
+        from floe.reachable import delete_file
 
         delete_file(table.io, written.statistics_path)
         raise

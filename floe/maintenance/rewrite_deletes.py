@@ -31,9 +31,9 @@ import pyarrow.compute as pc
 from floe.errors import CommitConflict, CommitStateUnknown, ValidationError
 from floe.inspect import partition_json
 from floe.io import FileIO
-from floe.io.delete_writer import POSITION_DELETE_SCHEMA, write_position_deletes
+from floe.table.delete_writer import POSITION_DELETE_SCHEMA, write_position_deletes
 from floe.io.parquet import schema_to_arrow
-from floe.io.readers import ReadOptions, read_task
+from floe.scan.readers import ReadOptions, read_task
 from floe.maintenance import Cancelled, ProgressCallback, report
 from floe.maintenance.compaction import remove_written
 from floe.maintenance.compaction_plan import (

@@ -1,7 +1,7 @@
 """Scan planning and the delete index (spec "Scan Planning").
 
 ``plan_files(io, metadata, ...)`` returns a :class:`ScanPlan` of :class:`FileScanTask`;
-:mod:`floe.io.readers` reads the tasks as Arrow record batches.
+:mod:`floe.scan.readers` reads the tasks as Arrow record batches.
 """
 
 from floe.scan.delete_index import DeleteFile, DeleteFileIndex, DeleteMatch

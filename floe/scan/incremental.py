@@ -7,7 +7,7 @@ main's). Like Java's incremental scans, rows are read with the table's current s
 
 * :func:`plan_appends` (Java ``BaseIncrementalAppendScan``): the data files the ``append``
   snapshots of the range added, as a :class:`~floe.scan.planning.ScanPlan` that
-  :func:`floe.io.readers.read_plan` reads. ``replace`` snapshots (compaction) add no rows and
+  :func:`floe.scan.readers.read_plan` reads. ``replace`` snapshots (compaction) add no rows and
   are skipped. Java also skips ``overwrite`` and ``delete`` snapshots silently, which hides
   rows they removed or rewrote; floe refuses them and points at the changelog instead.
 * :func:`changelog` (Java ``BaseIncrementalChangelogScan`` read through Spark's
@@ -45,7 +45,7 @@ import pyarrow.compute as pc
 
 from floe.errors import CommitConflict, NotFound, ValidationError
 from floe.io.parquet import schema_to_arrow
-from floe.io.readers import DEFAULT_BATCH_SIZE, read_plan
+from floe.scan.readers import DEFAULT_BATCH_SIZE, read_plan
 from floe.manifest import (
     DataFile,
     FileContent,
@@ -135,7 +135,7 @@ def plan_appends(io: Any, md: TableMetadata, from_snapshot_id: int,
                  to_snapshot_id: int | None = None, row_filter: Any = None,
                  case_sensitive: bool = True) -> ScanPlan:
     """The rows the ``append`` snapshots of ``(from, to]`` added, as a plan for
-    :func:`floe.io.readers.read_plan` (Java ``BaseIncrementalAppendScan``).
+    :func:`floe.scan.readers.read_plan` (Java ``BaseIncrementalAppendScan``).
 
     The data files ADDED by each append snapshot, read from the manifests that snapshot
     wrote, oldest snapshot first; ``row_filter`` prunes them by partition and metrics and

@@ -47,7 +47,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from floe.io import FileIO
-from floe.io.readers import read_plan
+from floe.scan.readers import read_plan
 from floe.maintenance import Cancelled, ProgressCallback, report
 from floe.maintenance import compaction as local
 from floe.maintenance.compaction_plan import SORT, CompactionPlan, FileGroup, pack_groups

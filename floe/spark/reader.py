@@ -22,11 +22,11 @@
 * **Splits** (Java ``TableScanUtil.planTasks``): one file scan task per file, or, for a file
   larger than the split size, per range of its row groups cut at its split offsets (floe's
   reader reads only the row groups starting in a task's range,
-  ``floe.io.readers.READS_SPLITS``); the tasks are bin-packed in order into input
+  ``floe.scan.readers.READS_SPLITS``); the tasks are bin-packed in order into input
   partitions of ``split-size`` bytes (default ``read.split.target-size``), each weighing its
   length plus its delete files, at least ``file-open-cost``. One Spark input partition per
   bin.
-* **Reading**: each partition reads its tasks with :func:`floe.io.readers.read_plan` (deletes
+* **Reading**: each partition reads its tasks with :func:`floe.scan.readers.read_plan` (deletes
   applied, residual filtered) and hands Spark Arrow batches cast to Spark's Arrow schema.
 """
 
@@ -44,8 +44,9 @@ from pyspark.sql.types import StructType
 
 from floe import expressions as ex
 from floe.errors import ValidationError
-from floe.io import FileIO, readers
-from floe.io.readers import read_plan
+from floe.io import FileIO
+from floe.scan import readers
+from floe.scan.readers import read_plan
 from floe.maintenance.compaction_plan import pack_groups
 from floe.manifest import DataFile
 from floe.metadata import TableMetadata

@@ -70,13 +70,13 @@ from floe.expressions import (
     walk_predicates,
 )
 from floe.io import FileIO
-from floe.io.delete_writer import (
+from floe.table.delete_writer import (
     equality_delete_schema,
     write_equality_deletes,
     write_position_deletes,
 )
 from floe.io.parquet import to_arrow_type
-from floe.io.readers import ROW_POSITION, ReadOptions, read_task
+from floe.scan.readers import ROW_POSITION, ReadOptions, read_task
 from floe.manifest import DataFile, ManifestContent, read_manifest_list
 from floe.metadata import TableMetadata
 from floe.properties import (

@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 from explorer.models import CatalogGrant, TaskRun
 from floe.catalog.filesystem import directory_table
 from floe.expressions import MAX_DEPTH
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.scan import plan_files
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 
 from floe.catalog.filesystem import directory_table
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.scan import plan_files
 
 pytestmark = pytest.mark.django_db

@@ -13,7 +13,7 @@ from django.test import Client
 
 from floe.catalog.filesystem import directory_table
 from floe.expressions import MAX_DEPTH
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.scan import plan_files
 
 pytestmark = pytest.mark.django_db

@@ -17,7 +17,7 @@ from django.test import Client
 from floe.catalog.filesystem import directory_table
 from floe.demo import create_demo_warehouse
 from floe.inspect import live_entries
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.manifest import DataFile, FileContent, read_manifest_list
 from floe.partition_stats import partition_stats
 from floe.scan import plan_files

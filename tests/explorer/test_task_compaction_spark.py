@@ -14,7 +14,7 @@ import pytest
 from explorer import services
 from explorer.models import AuditEntry, TaskRun
 from explorer.tasks import run_task
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.scan import plan_files
 from tests.explorer.tasks_support import load, make_table, user_with
 

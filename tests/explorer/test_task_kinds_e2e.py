@@ -17,7 +17,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from explorer.models import AuditEntry, TaskRun
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.manifest import read_manifest_list
 from floe.scan import plan_files
 from floe.table import Table

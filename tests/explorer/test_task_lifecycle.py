@@ -19,7 +19,7 @@ from explorer.models import AuditEntry, TaskRun
 from explorer.task_runners import runner_for
 from explorer.task_runtime import RunContext, execute
 from floe.errors import CommitConflict
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.scan import plan_files
 from tests.explorer.conftest import point_celery_at
 from tests.explorer.tasks_support import (

@@ -13,7 +13,7 @@ import pytest
 
 from explorer.models import AuditEntry
 from floe.catalog.sql import SqlCatalog
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.scan import plan_files
 from tests.explorer.tasks_support import SCHEMA, Worker, client_for, finished, rows, user_with
 

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from floe.cache import LRUCache
-from floe.io.readers import DeleteCache
+from floe.scan.readers import DeleteCache
 from floe.scan.manifests import ManifestCache
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from floe.catalog.filesystem import directory_table
 from floe.cli import main
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.scan import plan_files
 
 FLOE = [sys.executable, "-m", "floe.cli"]

@@ -17,7 +17,7 @@ import pytest
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.errors import CommitConflict, NotFound, ValidationError
 from floe.inspect import live_entries
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.maintenance import Cancelled, Progress
 from floe.maintenance.compaction import compact, sort_rows
 from floe.maintenance.compaction_plan import (

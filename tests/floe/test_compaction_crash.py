@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 
 from floe.catalog.filesystem import FileSystemCatalog
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.maintenance.compaction import compact
 from floe.maintenance.compaction_plan import plan_compaction
 from floe.manifest import read_manifest, read_manifest_list

@@ -16,7 +16,7 @@ import pytest
 
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.errors import CommitConflict
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.maintenance.compaction import compact
 from floe.maintenance.compaction_plan import plan_compaction
 from floe.partitioning import parse_partition_by

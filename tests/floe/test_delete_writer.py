@@ -13,14 +13,14 @@ import pytest
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.conversions import to_bytes
 from floe.errors import ValidationError
-from floe.io.delete_writer import (
+from floe.table.delete_writer import (
     POSITION_DELETE_SCHEMA,
     delete_file_location,
     equality_delete_schema,
     write_equality_deletes,
     write_position_deletes,
 )
-from floe.io.readers import ROW_POSITION, ReadOptions, plan_to_table, read_task
+from floe.scan.readers import ROW_POSITION, ReadOptions, plan_to_table, read_task
 from floe.manifest import FileContent
 from floe.partitioning import parse_partition_by
 from floe.scan import _expr

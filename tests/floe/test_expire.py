@@ -20,10 +20,10 @@ from floe import stats
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.clock import ManualClock, use_clock
 from floe.errors import NotFound, ValidationError
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.maintenance import Cancelled, Progress
 from floe.maintenance.expire import ExpireResult, expire_snapshots, plan_expiration
-from floe.maintenance.reachable import PartitionBox
+from floe.reachable import PartitionBox
 from floe.manifest import PartitionFieldSummary, read_manifest, read_manifest_list
 from floe.partitioning import UNPARTITIONED, parse_partition_by
 from floe.scan import plan_files
@@ -744,7 +744,7 @@ def test_unreadable_kept_manifest_stops_before_the_commit(catalog: FileSystemCat
 
 @pytest.mark.parametrize("fv", [1, 2])
 def test_fast_readers_agree_with_the_decoders(catalog: FileSystemCatalog, fv: int) -> None:
-    from floe.maintenance.reachable import ManifestLists, ManifestScanner
+    from floe.reachable import ManifestLists, ManifestScanner
 
     t = _build_row_level(catalog, fv, True)
     lists = ManifestLists(t.io)
@@ -766,7 +766,7 @@ def test_fast_readers_agree_with_the_decoders(catalog: FileSystemCatalog, fv: in
 
 def test_the_scan_never_cuts_a_path_out_of_a_longer_one(catalog: FileSystemCatalog) -> None:
     from floe.manifest import DataFile, FileContent, FileFormat
-    from floe.maintenance.reachable import ManifestScanner
+    from floe.reachable import ManifestScanner
 
     t = new_table(catalog, partitioned=False)
     inside = f"{t.location}/data/a.parquet"

@@ -31,7 +31,7 @@ from floe.expressions import (
     residual_evaluator,
     strict_projection,
 )
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.partitioning import parse_partition_by
 from floe.scan import plan_files
 from floe.schema import Schema

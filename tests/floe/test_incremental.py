@@ -24,7 +24,7 @@ from floe.catalog.filesystem import FileSystemCatalog
 from floe.cli import main
 from floe.errors import NotFound, ValidationError
 from floe.io.parquet import write_parquet
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.manifest import DataFile, FileContent, FileFormat
 from floe.partitioning import UNPARTITIONED, parse_partition_by
 from floe.scan import plan_files

@@ -11,7 +11,7 @@ import pytest
 
 from floe import stats
 from floe.catalog.filesystem import FileSystemCatalog
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.live_rows import live_rows
 from floe.partitioning import parse_partition_by
 from floe.scan import plan_files

@@ -92,7 +92,7 @@ def _grow(t: Any, rng: random.Random, n: int) -> None:
 
 
 def _ids(t: Any) -> list[int]:
-    from floe.io.readers import plan_to_table
+    from floe.scan.readers import plan_to_table
     from floe.scan import plan_files
 
     return plan_to_table(t.io, plan_files(t.io, t.metadata)).column("id").to_pylist()

@@ -10,7 +10,7 @@ import pytest
 
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.errors import CommitConflict, NotFound, ValidationError
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.partitioning import parse_partition_by
 from floe.scan import plan_files
 from floe.schema import Schema

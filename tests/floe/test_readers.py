@@ -16,7 +16,7 @@ import pytest
 
 from floe.errors import FloeError, NotFound, ValidationError
 from floe.io import FileIO
-from floe.io.readers import (
+from floe.scan.readers import (
     NAME_MAPPING_PROPERTY,
     ROW_POSITION,
     ReadOptions,
@@ -371,7 +371,7 @@ def test_byte_ranges_read_their_row_groups_with_file_positions(tmp_path: Path) -
     together give the whole file's surviving rows once."""
     from floe.catalog.filesystem import FileSystemCatalog
     from floe.io.parquet import write_parquet
-    from floe.io.readers import READS_SPLITS, row_group_starts
+    from floe.scan.readers import READS_SPLITS, row_group_starts
     from floe.scan import plan_files
     from floe.table.writer import write_data_files
 

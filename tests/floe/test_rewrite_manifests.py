@@ -12,7 +12,7 @@ import pytest
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.errors import CommitConflict, ValidationError
 from floe.inspect import file_rows
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.maintenance import Cancelled, Progress
 from floe.maintenance.rewrite_manifests import rewrite_manifests
 from floe.manifest import ManifestContent, ManifestEntryStatus, read_manifest, read_manifest_list

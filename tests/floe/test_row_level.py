@@ -13,7 +13,7 @@ import pytest
 
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.errors import CommitConflict, ValidationError
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.manifest import FileContent
 from floe.partitioning import UNPARTITIONED, parse_partition_by
 from floe.scan.planning import plan_files

@@ -15,7 +15,7 @@ from floe.cli import main
 from floe.clock import ManualClock, use_clock
 from floe.errors import NotFound, ValidationError
 from floe.io import FileIO
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.partitioning import parse_partition_by
 from floe.scan import ManifestCache, plan_files, select_snapshot
 from floe.scan.manifests import read_live_entries, shutdown_pool

@@ -30,11 +30,11 @@ from hypothesis.stateful import (
 
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.io import local_path
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.maintenance.compaction import compact
 from floe.maintenance.expire import expire_snapshots
 from floe.maintenance.orphans import remove_orphan_files
-from floe.maintenance.reachable import reachable_files
+from floe.reachable import reachable_files
 from floe.maintenance.rewrite_deletes import remove_dangling_deletes, rewrite_position_deletes
 from floe.maintenance.rewrite_manifests import rewrite_manifests
 from floe.partitioning import parse_partition_by

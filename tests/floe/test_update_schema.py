@@ -16,7 +16,7 @@ import pytest
 
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.errors import CommitConflict, ValidationError
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.manifest import DataFile, FileContent, FileFormat
 from floe.name_mapping import create_mapping, name_mapping_to_json, parse_name_mapping
 from floe.partitioning import PartitionSpec, parse_partition_by

@@ -16,7 +16,7 @@ import pytest
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.errors import CommitConflict, ValidationError
 from floe.inspect import file_rows
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.metadata import metadata_to_json
 from floe.partitioning import PartitionField, PartitionSpec, parse_partition_by
 from floe.scan import plan_files

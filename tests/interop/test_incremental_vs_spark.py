@@ -25,7 +25,7 @@ from oracle_server import _jsonable
 from floe.catalog.filesystem import load_table_metadata
 from floe.errors import ValidationError
 from floe.io import FileIO
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.metadata import TableMetadata
 from floe.scan.incremental import changelog, plan_appends
 

@@ -16,7 +16,7 @@ import pytest
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.clock import ManualClock, use_clock
 from floe.errors import ValidationError
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.scan import plan_files
 from floe.schema import Schema
 from floe.types import LONG, NestedField

@@ -21,7 +21,7 @@ from spark_tables import TABLE_NAMES, SparkTable
 
 from floe.catalog.filesystem import load_table_metadata
 from floe.io import FileIO
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.scan import plan_files
 
 REPO = Path(__file__).resolve().parents[2]

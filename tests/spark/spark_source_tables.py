@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.io.parquet import schema_to_arrow
-from floe.io.readers import plan_to_table
+from floe.scan.readers import plan_to_table
 from floe.partitioning import parse_partition_by
 from floe.scan.planning import plan_files
 from floe.schema import Schema

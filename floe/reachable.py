@@ -47,7 +47,6 @@ from floe.avro import (
     encode_long,
     read_long,
 )
-from floe.catalog.filesystem import version_hint_location
 from floe.errors import FloeError, MetadataError, NotFound, ValidationError
 from floe.io import FileIO, local_path
 from floe.manifest import (
@@ -60,7 +59,7 @@ from floe.manifest import (
     read_manifest,
     read_manifest_list,
 )
-from floe.metadata import TableMetadata
+from floe.metadata import TableMetadata, version_hint_location
 from floe.snapshots import Snapshot
 from floe.types import (
     BinaryType,
