@@ -134,6 +134,10 @@ class PartitionSummarySerializer(S):  # type: ignore[type-arg]
     contains_nan = serializers.BooleanField(allow_null=True)
     lower_bound = serializers.JSONField(allow_null=True, help_text="JSON single-value serialisation")
     upper_bound = serializers.JSONField(allow_null=True)
+    lower_bound_text = serializers.CharField(
+        allow_null=True, help_text="the bound as Iceberg prints it (true, 0.1, -Infinity, ISO "
+                                   "dates)")
+    upper_bound_text = serializers.CharField(allow_null=True)
 
 
 class ManifestSerializer(S):  # type: ignore[type-arg]
