@@ -64,7 +64,7 @@ def _create_files(warehouse: Path, orphans: int) -> tuple[float, int, list[str]]
     """The current snapshot's data files on disk (empty, 10 days old) plus ``orphans``
     unreferenced ones; reused when already there. Returns (seconds, files, orphan paths)."""
     from floe.catalog.filesystem import directory_table
-    from floe.reachable import ManifestScanner
+    from floe.scan.manifests import ManifestScanner
     from floe.manifest import read_manifest_list
 
     root = _table_dir(warehouse)

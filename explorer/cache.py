@@ -6,8 +6,8 @@ asks the catalog for the current one (cheap for file-system and SQL catalogs), a
 location is a new key. The old entries age out. Each part is a bounded
 :class:`floe.cache.LRUCache`:
 
-* ``metadata``: parsed metadata by metadata-file path (``FLOE_METADATA_CACHE_SIZE`` files);
-* ``tables``: :class:`floe.table.Table` handles by (catalog, identifier, metadata file);
+* ``metadata``: floe's cache of parsed metadata files (``floe.catalog.base.METADATA_CACHE``,
+  which ``Catalog.load_table`` reads through), sized to ``FLOE_METADATA_CACHE_SIZE`` files;
 * ``derived``: values computed from one file, keyed (file path, what): snapshot index,
   timeline, snapshot and history rows, manifest lists, manifest rows;
 * ``scans``: explained scan plans and partition statistics (large, so few);
@@ -22,10 +22,9 @@ from typing import Any
 from django.conf import settings
 
 from floe.cache import LRUCache
+from floe.catalog.base import METADATA_CACHE
 from floe.manifest import ManifestEntry
-from floe.metadata import TableMetadata
 from floe.scan.manifests import ManifestCache
-from floe.table import Table
 
 __all__ = ["CACHE", "ExplorerCache", "clear"]
 
@@ -42,8 +41,8 @@ class ExplorerCache:
     """The explorer's caches (see the module docstring); sized from settings on use."""
 
     def __init__(self, metadata_size: int = 256) -> None:
-        self.metadata: LRUCache[str, TableMetadata] = LRUCache(metadata_size)
-        self.tables: LRUCache[tuple[str, str, str], Table] = LRUCache(metadata_size)
+        self.metadata = METADATA_CACHE
+        self.metadata.resize(metadata_size)
         self.derived: LRUCache[tuple[Any, ...], Any] = LRUCache(
             metadata_size * DERIVED_PER_METADATA)
         self.scans: LRUCache[tuple[Any, ...], Any] = LRUCache(SCAN_CACHE_SIZE)
@@ -52,14 +51,13 @@ class ExplorerCache:
         self.live = ManifestCache(ENTRY_CACHE_SIZE)
 
     def _parts(self) -> tuple[LRUCache[Any, Any], ...]:
-        return (self.metadata, self.tables, self.derived, self.scans, self.entries, self.live)
+        return (self.metadata, self.derived, self.scans, self.entries, self.live)
 
     def sized(self) -> ExplorerCache:
         """This cache, bounded by the current ``FLOE_METADATA_CACHE_SIZE``."""
         size = settings.FLOE_METADATA_CACHE_SIZE
         if self.metadata.max_weight != size:
             self.metadata.resize(size)
-            self.tables.resize(size)
             self.derived.resize(size * DERIVED_PER_METADATA)
         return self
 
@@ -68,7 +66,7 @@ class ExplorerCache:
             part.clear()
 
     def __repr__(self) -> str:
-        names = ("metadata", "tables", "derived", "scans", "entries", "live")
+        names = ("metadata", "derived", "scans", "entries", "live")
         return "ExplorerCache(" + ", ".join(
             f"{n}={len(p)}" for n, p in zip(names, self._parts(), strict=True)) + ")"
 

@@ -59,7 +59,6 @@ __all__ = [
     "catalog_infos",
     "catalog_names",
     "check_configuration",
-    "check_inside",
     "close_catalogs",
     "note_moved",
     "table_moved",
@@ -128,6 +127,10 @@ class WarehouseIO(FileIO):
             raise OutsideWarehouse(
                 location, f"outside the warehouse {self.warehouse} of catalog "
                 f"{self.catalog!r} (symlinks resolved); not read")
+
+    def guard(self, location: str) -> None:
+        """floe's caches ask before a lookup: the same refusal as a read."""
+        self.check(location)
 
     def open(self, location: str) -> BinaryIO:
         self.check(location)
@@ -282,13 +285,6 @@ def close_catalogs() -> None:
     registry = _registry
     if registry is not None:
         registry.close()
-
-
-def check_inside(catalog: Catalog, location: str) -> None:
-    """OutsideWarehouse unless ``location`` is inside ``catalog``'s warehouse: for reads
-    served from a cache keyed by path, which never reach the catalog's WarehouseIO."""
-    if isinstance(catalog.io, WarehouseIO):
-        catalog.io.check(location)
 
 
 def table_moved(table: Table) -> dict[str, str] | None:

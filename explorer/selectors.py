@@ -15,6 +15,7 @@ Listing is two steps so a page never reads more metadata than it shows: list the
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -27,13 +28,11 @@ from explorer.catalogs import (
     catalog_call,
     catalog_info,
     catalog_infos,
-    check_inside,
     note_moved,
 )
 from explorer.catalogs import catalog_get as _catalog
 from floe.catalog.base import Catalog, Namespace, TableIdentifier, to_namespace
 from floe.errors import FloeError, NotFound
-from floe.metadata import parse_metadata
 from floe.table import Table
 
 logger = logging.getLogger(__name__)
@@ -229,29 +228,17 @@ def table_rows(*, refs: Iterable[TableRef]) -> list[TableRow]:
 
 
 def table_load(*, catalog: str, namespace: str, name: str) -> Table:
-    """The table ``namespace.name`` of a catalog at its current metadata file.
+    """The table ``namespace.name`` of a catalog at its current metadata file: floe's
+    ``Catalog.load_table`` (the parse cached per metadata file, the catalog's WarehouseIO
+    guarding every read, cached or not), a handle of the caller's own (a commit refreshes
+    the handle it was made on).
 
     ValidationError (400) for names that are not names (``..``, ``/``, empty levels),
     NotFound (404) for an unknown catalog, namespace or table, OutsideWarehouse (422) when
     the table's files resolve outside the catalog's warehouse, MetadataError (422) when the
     metadata file cannot be read, CatalogUnavailable (503) when the catalog does not answer.
     """
-    cat = _catalog(catalog)
-    ident = TableIdentifier(to_namespace(namespace), name)
-    return _open(cat, ident, _pointer(cat, ident))
-
-
-def table_load_for_change(*, catalog: str, namespace: str, name: str) -> Table:
-    """Like :func:`table_load`, but a :class:`Table` of its own: a commit refreshes its table
-    handle in place, which must never happen to the cached handle every request shares. (The
-    parsed metadata is shared: it is immutable.)"""
-    cat = _catalog(catalog)
-    ident = TableIdentifier(to_namespace(namespace), name)
-    location = _pointer(cat, ident)
-    check_inside(cat, location)
-    metadata = CACHE.sized().metadata.get_or_load(
-        location, lambda: parse_metadata(cat.io.read(location), location))
-    return Table(cat, ident, metadata, location)
+    return _open(_catalog(catalog), TableIdentifier(to_namespace(namespace), name))
 
 
 def table_pointer(*, catalog: str, namespace: str, name: str) -> tuple[str, int | None]:
@@ -299,46 +286,35 @@ def table_row(*, table: Table) -> TableRow:
 # --- opening a table --------------------------------------------------------------------------
 
 
-def _pointer(catalog: Catalog, ident: TableIdentifier) -> str:
-    """The table's current metadata file, from the catalog (NotFound names what is missing)."""
+def _open(catalog: Catalog, ident: TableIdentifier) -> Table:
+    """``catalog.load_table``; a NotFound names what is missing (the namespace or the
+    table), and a moved table's files say where its metadata points (note_moved)."""
+    CACHE.sized()  # floe's metadata cache, bounded by FLOE_METADATA_CACHE_SIZE
     with catalog_call(catalog):
         try:
-            return catalog.metadata_location(ident)
+            table = catalog.load_table(ident)
         except NotFound:
             if not catalog.namespace_exists(ident.namespace):
                 raise NotFound(f"namespace {_ns_text(ident.namespace)!r} does not exist in "
                                f"catalog {catalog.name!r}") from None
             raise
-
-
-def _open(catalog: Catalog, ident: TableIdentifier, metadata_location: str) -> Table:
-    """What ``catalog.load_table`` does (pointer, parse, Table), with the pointer checked
-    against the warehouse before anything is read and the parse cached per metadata file."""
-    io = catalog.io
-    check_inside(catalog, metadata_location)
-    cache = CACHE.sized()
-
-    def load() -> Table:
-        metadata = cache.metadata.get_or_load(
-            metadata_location, lambda: parse_metadata(io.read(metadata_location),
-                                                      metadata_location))
-        table = Table(catalog, ident, metadata, metadata_location)
-        note_moved(table)  # files of a moved table refused or missing say why
-        return table
-
-    return cache.tables.get_or_load((catalog.name, str(ident), metadata_location), load)
+    note_moved(table)  # files of a moved table refused or missing say why
+    return table
 
 
 def _table_row(ref: TableRef) -> TableRow:
     metadata_location: str | None = None
     try:
         catalog = _catalog(ref.catalog)
-        ident = TableIdentifier(to_namespace(ref.namespace), ref.name)
-        metadata_location = _pointer(catalog, ident)
-        return table_row(table=_open(catalog, ident, metadata_location))
+        return table_row(table=_open(catalog, TableIdentifier(to_namespace(ref.namespace),
+                                                              ref.name)))
     except (FloeError, OSError) as exc:
         error = str(exc)
+        metadata_location = getattr(exc, "location", None)  # a file that cannot be read
     except Exception as exc:  # a bug while reading one table must not take the list down
+        with contextlib.suppress(Exception):  # name the file it happened on, if it can be
+            metadata_location = _catalog(ref.catalog).metadata_location(
+                TableIdentifier(to_namespace(ref.namespace), ref.name))
         logger.exception("reading %s failed", metadata_location or ref.identifier)
         error = f"{metadata_location or ref.identifier}: {type(exc).__name__}: {exc}"
     return TableRow(ref.catalog, ref.namespace, ref.name, None, metadata_location, error=error)

@@ -17,11 +17,10 @@ from typing import Any
 from django.db.models import QuerySet
 
 from explorer import permissions
-from explorer.cache import CACHE
 from explorer.models import AuditEntry, CatalogGrant, TaskRun
 from floe.diff import metadata_changes
 from floe.errors import FloeError, NotFound, ValidationError
-from floe.metadata import TableMetadata, parse_metadata
+from floe.metadata import TableMetadata
 from floe.table import Table
 
 __all__ = [
@@ -316,8 +315,7 @@ def _metadata_at(table: Table, location: str) -> TableMetadata:
     (metadata files never change)."""
     if location == table.metadata_location:
         return table.metadata
-    return CACHE.sized().metadata.get_or_load(  # type: ignore[no-any-return]
-        location, lambda: parse_metadata(table.io.read(location), location))
+    return table.catalog.read_metadata(location)
 
 
 def _version_words(table: Table, row: AuditRow) -> str:

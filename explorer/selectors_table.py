@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from explorer import selectors
 from explorer.cache import CACHE
-from explorer.catalogs import check_inside, table_moved
+from explorer.catalogs import table_moved
 from explorer.units import sizes_in_text
 from explorer.sorting import by_key, sort_rows
 from floe import inspect
@@ -36,9 +36,9 @@ from floe.manifest import (
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
-    read_manifest,
     read_manifest_list,
 )
+from floe.scan.manifests import read_entries
 from floe.schema import Schema
 from floe.snapshots import Snapshot
 from floe.table import Table
@@ -139,16 +139,16 @@ def _manifest_list(table: Table, snapshot: Snapshot) -> list[ManifestFile]:
         raise ValidationError(
             f"snapshot {snapshot.snapshot_id} lists its manifests inline (format v1 without a "
             "manifest list), which floe does not read")
-    check_inside(table.catalog, path)
+    table.io.guard(path)  # before the cache (floe.io.FileIO.guard)
     return CACHE.derived.get_or_load(  # type: ignore[no-any-return]
         (path, "manifest-list"), lambda: read_manifest_list(table.io, path))
 
 
 def _manifest_entries(table: Table, manifest: ManifestFile) -> list[ManifestEntry]:
     """Every entry (all statuses) of one manifest, cached by path."""
-    check_inside(table.catalog, manifest.manifest_path)
+    table.io.guard(manifest.manifest_path)
     return CACHE.entries.get_or_load(manifest.manifest_path,
-                                     lambda: read_manifest(table.io, manifest))
+                                     lambda: read_entries(table.io, manifest))
 
 
 def _live(table: Table, manifest: ManifestFile) -> Iterable[ManifestEntry]:

@@ -2,7 +2,7 @@
 to the run's result (a small JSON document: counts, snapshot ids, metadata locations, file
 lists capped with a count).
 
-Changes open the table with :func:`explorer.selectors.table_load_for_change` (a handle of their
+Changes open the table with :func:`explorer.selectors.table_load` (a handle of their
 own) and commit through floe; operations with progress reports pass ``ctx.on_progress`` (a
 cancel stops them between steps), the others commit through ``ctx.commit`` (a cancel stops
 them right before the commit). The confirm steps of expire and orphan removal run exactly
@@ -59,7 +59,7 @@ Runner = Callable[[RunContext], dict[str, Any]]
 
 def _table(ctx: RunContext) -> Table:
     run = ctx.run
-    return selectors.table_load_for_change(catalog=run.catalog, namespace=run.namespace,
+    return selectors.table_load(catalog=run.catalog, namespace=run.namespace,
                                            name=run.table)
 
 

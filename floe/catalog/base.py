@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from floe.cache import LRUCache
 from floe.errors import FloeError, NotFound, ValidationError
 from floe.io import FileIO
 from floe.metadata import TableMetadata, new_table_metadata, parse_metadata
@@ -33,6 +34,7 @@ __all__ = [
     "Namespace",
     "TableAlreadyExists",
     "TableIdentifier",
+    "read_metadata",
     "UnsupportedOperation",
     "validate_name",
     "to_namespace",
@@ -117,6 +119,21 @@ def new_metadata_file_name(version: int) -> str:
     return f"{version:05d}-{uuid.uuid4()}.metadata.json"
 
 
+#: Parsed metadata files by (location, FileIO.identity), shared by every reader of the
+#: process (the explorer sizes it with FLOE_METADATA_CACHE_SIZE).
+METADATA_CACHE: LRUCache[tuple[str, object], TableMetadata] = LRUCache(256)
+
+
+def read_metadata(io: FileIO, location: str) -> TableMetadata:
+    """The metadata file at ``location``, parsed once per process: a metadata file never
+    changes, and one written again at the same location (a file-system table dropped and
+    created again) has another identity. ``io`` guards the location first, also when the
+    parse is cached (the explorer's warehouse confinement)."""
+    io.guard(location)
+    key = (location, io.identity(location))
+    return METADATA_CACHE.get_or_load(key, lambda: parse_metadata(io.read(location), location))
+
+
 class Catalog(ABC):
     """Names → tables. Subclasses implement storage of namespaces and the pointer swap.
 
@@ -197,13 +214,18 @@ class Catalog(ABC):
 
     # -- shared behaviour ----------------------------------------------------------------
 
+    def read_metadata(self, location: str) -> TableMetadata:
+        """The metadata file at ``location`` (:func:`read_metadata` with this catalog's io)."""
+        return read_metadata(self.io, location)
+
     def load_table(self, ident: TableIdentifier | str) -> Table:
+        """The table at its current metadata file (a new handle: a commit refreshes the
+        handle it was made on)."""
         from floe.table import Table
 
         ident = TableIdentifier.of(ident)
         location = self.metadata_location(ident)
-        metadata = parse_metadata(self.io.read(location), location)
-        return Table(self, ident, metadata, location)
+        return Table(self, ident, self.read_metadata(location), location)
 
     def table_exists(self, ident: TableIdentifier | str) -> bool:
         try:

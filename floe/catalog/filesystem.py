@@ -325,8 +325,7 @@ class FileSystemCatalog(Catalog):
         ident = TableIdentifier.of(ident)
         location = self.metadata_location(ident)
         if purge:
-            metadata = parse_metadata(self.io.read(location), location)
-            self.purge_table_files(location, metadata)
+            self.purge_table_files(location, self.read_metadata(location))
         shutil.rmtree(local_path(_join(self.table_location(ident), METADATA_DIR)))
         if purge:
             _remove_empty_dirs(local_path(self.table_location(ident)))
@@ -338,7 +337,7 @@ class FileSystemCatalog(Catalog):
         ident = TableIdentifier.of(ident)
         if self.table_exists(ident):
             raise TableAlreadyExists(f"table {ident} already exists in catalog {self.name!r}")
-        metadata = parse_metadata(self.io.read(metadata_location), metadata_location)
+        metadata = self.read_metadata(metadata_location)
         new_location = self._commit(ident, None, metadata)
         return Table(self, ident, metadata, new_location)
 

@@ -65,7 +65,7 @@ from floe.errors import (
     ValidationError,
 )
 from floe.io import FileIO
-from floe.metadata import TableMetadata, parse_metadata, serialize_metadata
+from floe.metadata import TableMetadata, serialize_metadata
 from floe.partitioning import UNPARTITIONED, PartitionSpec
 from floe.properties import METADATA_COMPRESSION
 from floe.schema import Schema
@@ -650,7 +650,7 @@ class SqlCatalog(Catalog):
         broken file is refused before anything is written)."""
         ident = _ident(ident)
         self._require_namespace(ident.namespace)
-        metadata = parse_metadata(self.io.read(metadata_location), metadata_location)
+        metadata = self.read_metadata(metadata_location)
         self.pointers.insert(ident, metadata_location)
         return FloeTable(self, ident, metadata, metadata_location)
 
@@ -668,7 +668,7 @@ class SqlCatalog(Catalog):
         if pointer is None or not pointer.metadata_location:
             raise NotFound(f"table {ident} does not exist in catalog {self.name!r}")
         location = pointer.metadata_location
-        metadata = parse_metadata(self.io.read(location), location) if purge else None
+        metadata = self.read_metadata(location) if purge else None
         self.pointers.delete(ident)
         if metadata is not None:
             self.purge_table_files(location, metadata)

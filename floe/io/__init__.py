@@ -46,6 +46,21 @@ class FileIO:
     """Reads and writes files by location. Locations handed back by :meth:`list` keep the
     style of the prefix they were listed under (``file:`` URI or plain path)."""
 
+    def guard(self, location: str) -> None:
+        """Raise when this FileIO may not read ``location`` (a plain FileIO reads anything;
+        the explorer's confines reads to a warehouse). Every cache of what files hold calls
+        it before a lookup, so a copy cached for another reader is never a way around it."""
+
+    def identity(self, location: str) -> tuple[int, int] | None:
+        """What tells this file from another one written at the same location later (size
+        and modification time), for caches keyed by location: a file-system table dropped
+        and created again reuses its metadata file names. None when there is no file."""
+        try:
+            st = os.stat(local_path(location))
+        except OSError:
+            return None
+        return st.st_size, st.st_mtime_ns
+
     def read(self, location: str) -> bytes:
         """The whole file; NotFound when it does not exist."""
         with self.open(location) as f:

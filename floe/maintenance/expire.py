@@ -65,7 +65,6 @@ from floe.io import FileIO
 from floe.maintenance import ProgressCallback, report, utc_text
 from floe.reachable import (
     ManifestLists,
-    ManifestScanner,
     PartitionBox,
     delete_file,
     delete_in_phases,
@@ -73,6 +72,7 @@ from floe.reachable import (
     snapshot_manifests,
     statistics_paths,
 )
+from floe.scan.manifests import ManifestScanner
 from floe.manifest import FileContent, ManifestContent, ManifestFile
 from floe.metadata import TableMetadata, parse_metadata
 from floe.properties import (

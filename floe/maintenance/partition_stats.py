@@ -36,9 +36,9 @@ from floe.manifest import (
     FileContent,
     ManifestEntryStatus,
     ManifestFile,
-    read_manifest,
     read_manifest_list,
 )
+from floe.scan.manifests import read_entries
 from floe.metadata import TableMetadata
 from floe.schema import Schema
 from floe.snapshots import PartitionStatisticsFile, Snapshot
@@ -190,7 +190,7 @@ def _entries(io: FileIO, manifests: Iterable[ManifestFile], on_manifest: Any
              ) -> Iterator[tuple[ManifestFile, Any]]:
     manifests = list(manifests)
     for done, m in enumerate(manifests, 1):
-        for e in read_manifest(io, m, lazy_stats=True):
+        for e in read_entries(io, m, lazy_stats=True):
             yield m, e
         on_manifest(done, len(manifests))
 

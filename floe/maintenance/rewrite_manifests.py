@@ -34,9 +34,9 @@ from floe.manifest import (
     ManifestFile,
     ManifestListWriter,
     ManifestWriter,
-    read_manifest,
     read_manifest_list,
 )
+from floe.scan.manifests import read_entries
 from floe.metadata import TableMetadata
 from floe.properties import MANIFEST_TARGET_SIZE, MANIFEST_TARGET_SIZE_DEFAULT, int_property
 from floe.snapshots import MAIN_BRANCH, Operation, Snapshot
@@ -248,7 +248,7 @@ def rewrite_manifests(
             entries: list[ManifestEntry] = []
             for i, m in enumerate(matching):
                 report(on_progress, f"reading {label} manifests", i, len(matching))
-                entries += read_manifest(table.io, m, discard_deleted=True, lazy_stats=False)
+                entries += read_entries(table.io, m, discard_deleted=True, lazy_stats=False)
             entries.sort(key=lambda e: _partition_key(tuple(e.data_file.partition), order))
             entries_seen += len(entries)
             chunks = _chunks(entries, count)

@@ -60,7 +60,7 @@ from floe.scan.filters import ScanFilter
 from floe.scan.manifests import DEFAULT_CACHE, read_live_entries
 from floe.scan.planning import FileScanTask, ScanPlan
 from floe.snapshots import Operation, Snapshot
-from floe.history import entries_added_by, snapshots_since
+from floe.scan.history import entries_added_by, snapshots_since
 
 __all__ = [
     "CHANGE_TYPE", "CHANGE_ORDINAL", "COMMIT_SNAPSHOT_ID", "INSERT", "DELETE",

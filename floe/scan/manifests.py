@@ -1,4 +1,16 @@
-"""Reading the manifests of a plan: a bounded cache by path, threads or processes.
+"""Reading manifest entries: the one entry point every reader of a manifest's entries goes
+through (tests/floe/test_layers.py holds everyone else to it); the decoders behind it stay
+where their fast paths are:
+
+* :func:`read_entries`: every entry of one manifest, deleted ones too (history, partition
+  statistics, a commit's rewrite, a manifest's page), decoded by :mod:`floe.manifest`;
+* :func:`read_live_entries`: the live entries of many manifests (planning, compaction, row
+  changes, the files listing), from this process's cache, the persistent cache on disk
+  (:mod:`floe.scan.manifest_store`), worker processes, or decoded here;
+* :class:`ManifestScanner` (:mod:`floe.scan.manifest_scan`): only the live paths, scanned
+  from the bytes where the manifest-list counts allow (expiry, orphans, a purging drop).
+
+Reading the manifests of a plan: a bounded cache by path, threads or processes.
 
 Manifests are immutable, so decoded entries are cached by path (an LRU bounded by the total
 number of entries held). Decoding is pure Python (:mod:`floe.avro`) and holds the GIL, so
@@ -20,10 +32,19 @@ from typing import Any
 
 from floe.cache import LRUCache
 from floe.manifest import ManifestEntry, ManifestEntryStatus, ManifestFile, read_manifest
+from floe.scan.manifest_scan import ManifestScanner
 from floe.scan.manifest_store import manifest_store, unwire, wire
 
-__all__ = ["ManifestCache", "DEFAULT_CACHE", "read_live_entries", "PROCESS_MIN_ENTRIES",
-           "shutdown_pool"]
+__all__ = ["ManifestCache", "ManifestScanner", "DEFAULT_CACHE", "read_entries",
+           "read_live_entries", "PROCESS_MIN_ENTRIES", "shutdown_pool"]
+
+
+def read_entries(io: Any, manifest: ManifestFile, *, discard_deleted: bool = False,
+                 lazy_stats: bool = True) -> list[ManifestEntry]:
+    """Every entry of one manifest with inherited snapshot ids and sequence numbers (DELETED
+    ones too unless ``discard_deleted``; ``lazy_stats``: statistics maps decoded on first
+    use), decoded from the Avro: nothing caches entries a plan does not use."""
+    return read_manifest(io, manifest, discard_deleted=discard_deleted, lazy_stats=lazy_stats)
 
 #: Estimated entries (from the manifest list's counts) above which a cold read uses processes.
 PROCESS_MIN_ENTRIES = 50_000
@@ -179,6 +200,7 @@ def read_live_entries(
     out: list[list[ManifestEntry] | None] = [None] * len(manifests)
     missing: list[int] = []
     for i, m in enumerate(manifests):
+        io.guard(m.manifest_path)  # before any cache (this process's, the one on disk)
         got = cache.get(m.manifest_path) if cache is not None else None
         if got is None:
             missing.append(i)

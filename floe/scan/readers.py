@@ -430,6 +430,7 @@ def _position_deletes(io: Any, task: FileScanTask, md: TableMetadata | None,
                                          "position delete file"))
             return pa.Table.from_batches(batches, schema=schema_to_arrow(POSITION_DELETE_SCHEMA))
 
+        io.guard(d.path)  # before the cache: a copy cached for another reader is no way round
         table = cache.get_or_load((d.path, ()), load)
         if d.data_file.referenced_data_file == path:
             pos = table.column(1)
@@ -608,6 +609,7 @@ def _equality_deletes(io: Any, task: FileScanTask, md: TableMetadata | None, sch
                                  for i in ids], names=[str(i) for i in ids])
             return pa.concat_tables(flat)
 
+        io.guard(d.path)
         groups.setdefault(ids, []).append(cache.get_or_load((d.path, ids), load))
     return [(ids, pa.concat_tables(tables)) for ids, tables in groups.items()]
 

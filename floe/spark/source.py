@@ -34,12 +34,11 @@ from typing import TYPE_CHECKING, Any, overload
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
 from pyspark.sql.types import StructType
 
-from floe.cache import LRUCache
-from floe.catalog.base import TableIdentifier
+from floe.catalog.base import TableIdentifier, read_metadata
 from floe.catalog.config import CatalogConfig, load_catalog, load_catalogs, parse_table_arg
 from floe.errors import ValidationError
-from floe.io import FileIO, local_path
-from floe.metadata import TableMetadata, parse_metadata
+from floe.io import FileIO
+from floe.metadata import TableMetadata
 
 if TYPE_CHECKING:
     from floe.table import Table
@@ -57,19 +56,10 @@ CATALOG_CONFIG = "catalog-config-secret"
 #: Option naming a pickled :class:`floe.spark.compaction.RewriteJob` (compaction's sort).
 REWRITE_JOB = "rewrite-job"
 
-_METADATA = LRUCache[tuple[str, int, int], TableMetadata](16)
-
-
 def metadata_at(io: FileIO, location: str) -> TableMetadata:
     """The parsed metadata file at ``location``, cached per process (Python workers are
-    reused). Metadata files never change, but a file-system table dropped and created again
-    reuses their names: the key holds the file's size and modification time too."""
-    try:
-        st = os.stat(local_path(location))
-        key = (location, st.st_size, st.st_mtime_ns)
-    except OSError:
-        key = (location, -1, -1)
-    return _METADATA.get_or_load(key, lambda: parse_metadata(io.read(location), location))
+    reused; floe.catalog.base.read_metadata)."""
+    return read_metadata(io, location)
 
 
 class Options:

@@ -40,7 +40,7 @@ from floe.table.updates import (
     TableRequirement,
     TableUpdate,
 )
-from floe.history import entries_added_by
+from floe.scan.history import entries_added_by
 from floe.table.validation import CommitValidation
 
 if TYPE_CHECKING:

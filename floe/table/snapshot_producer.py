@@ -36,9 +36,9 @@ from floe.manifest import (
     ManifestListWriter,
     ManifestWriter,
     UNASSIGNED_SEQ,
-    read_manifest,
     read_manifest_list,
 )
+from floe.scan.manifests import read_entries
 from floe.metadata import TableMetadata
 from floe.properties import (
     MANIFEST_MERGE_ENABLED as MERGE_ENABLED,
@@ -453,7 +453,7 @@ class SnapshotProducer(PendingOperation):
                        ) -> tuple[ManifestFile | None, list[ManifestEntry]]:
         """``m`` with the live entries ``doomed`` selects marked DELETED (None when none
         is), and those entries."""
-        entries = read_manifest(self.io, m, discard_deleted=True, lazy_stats=False)
+        entries = read_entries(self.io, m, discard_deleted=True, lazy_stats=False)
         hits = [e for e in entries if doomed(e)]
         if not hits:
             return None, []
@@ -504,7 +504,7 @@ class SnapshotProducer(PendingOperation):
                     if f.content == FileContent.DATA and f.spec_id == spec_id:
                         writer.add(f, self.data_sequence_number)
                 continue
-            for e in read_manifest(self.io, m, lazy_stats=False):
+            for e in read_entries(self.io, m, lazy_stats=False):
                 if e.status == ManifestEntryStatus.DELETED:
                     if e.snapshot_id == self.snapshot_id:
                         writer.add_entry(e)  # deleted by this very snapshot: keep the tombstone

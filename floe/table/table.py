@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from floe.io import FileIO
-from floe.metadata import TableMetadata, parse_metadata
+from floe.metadata import TableMetadata
 from floe.partitioning import PartitionSpec
 from floe.schema import Schema
 from floe.snapshots import MAIN_BRANCH, Snapshot
@@ -85,7 +85,7 @@ class Table:
         ``force``: a file-system table dropped and re-created reuses version names)."""
         location = self.catalog.metadata_location(self.identifier)
         if force or location != self.metadata_location:
-            self.metadata = parse_metadata(self.io.read(location), location)
+            self.metadata = self.catalog.read_metadata(location)
             self.metadata_location = location
         return self
 

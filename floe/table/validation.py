@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from floe.errors import CommitConflict
-from floe.history import entries_added_by, snapshots_since
+from floe.scan.history import entries_added_by, snapshots_since
 from floe.manifest import DataFile, FileContent, ManifestContent, ManifestEntryStatus
 from floe.metadata import TableMetadata
 from floe.scan.delete_index import DeleteFileIndex

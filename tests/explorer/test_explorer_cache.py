@@ -11,7 +11,7 @@ def test_the_explorer_cache_is_sized_from_settings_and_cleared_at_once(settings:
     cache = ExplorerCache(metadata_size=8)
     settings.FLOE_METADATA_CACHE_SIZE = 3
     assert cache.sized() is cache
-    assert (cache.metadata.max_weight, cache.tables.max_weight) == (3, 3)
+    assert cache.metadata.max_weight == 3
     assert cache.derived.max_weight == 12
     for part in (cache.metadata, cache.derived, cache.scans):
         part.put(("k",), 1)  # type: ignore[arg-type]

@@ -130,8 +130,8 @@ def test_manifest_page_reads_only_that_manifest_and_filters(client: Client, hist
     sid = history.snapshot_ids[-1]
     manifests = read_manifest_list(io, md.snapshot_by_id(sid).manifest_list)  # type: ignore[union-attr, arg-type]
     read: list[str] = []
-    real = selectors_table.read_manifest
-    monkeypatch.setattr(selectors_table, "read_manifest", lambda io, m, **kw: read.append(m.manifest_path) or real(io, m, **kw))
+    real = selectors_table.read_entries
+    monkeypatch.setattr(selectors_table, "read_entries", lambda io, m, **kw: read.append(m.manifest_path) or real(io, m, **kw))
     idx = next(i for i, m in enumerate(manifests) if (m.deleted_files_count or 0) > 0)
     html = _html(client, BASE + f"snapshots/{sid}/manifests/{idx}/")
     assert read == [manifests[idx].manifest_path]

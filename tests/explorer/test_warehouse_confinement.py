@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.test import Client
 
 from explorer.cache import CACHE
@@ -64,7 +65,10 @@ def test_every_page_and_endpoint_refuses_an_escaped_table_alike(
     # refused at the first file of the table (its version hint), before any metadata file
     assert body["error"] == "OutsideWarehouse"
     assert f"/{ns}/{table}/metadata/" in body["location"]
-    assert len(CACHE.metadata) == 0 and len(CACHE.derived) == 0  # nothing was read
+    # nothing of it was read (the metadata cache is floe's: the fixture's writes are in it)
+    escaped = f"{settings.FLOE_WAREHOUSE}/{ns}/{table}/"
+    assert not any(k[0].startswith(escaped) for k in CACHE.metadata.keys())
+    assert len(CACHE.derived) == 0
 
 
 def test_the_lists_show_an_escaped_table_as_an_error_row(client: Client,
@@ -79,7 +83,8 @@ def test_the_lists_show_an_escaped_table_as_an_error_row(client: Client,
     assert OUTSIDE in link["error"] and link["format_version"] is None
     assert next(r for r in rows if r["name"] == "orders")["error"] is None
     outside = str(Path(escapes.location).parent.parent)
-    assert CACHE.metadata.keys() and not any(k.startswith(outside) for k in CACHE.metadata.keys())
+    assert CACHE.metadata.keys() and not any(k[0].startswith(outside)
+                                             for k in CACHE.metadata.keys())
 
 
 def test_a_manifest_list_named_outside_is_not_read(client: Client, fresh_history: HistoryTable,
@@ -117,3 +122,35 @@ def test_a_data_file_linked_from_outside_is_not_read(client: Client, fresh_histo
         assert str(path) in html.unescape(response.content.decode())
     # pages that read metadata only still render
     assert client.get(base + "snapshots/").status_code == 200
+
+
+def test_a_cached_copy_is_no_way_around_the_warehouse(client: Client, tmp_path: Path) -> None:
+    """Catalog ``other`` holds a table whose manifest lists (inside its warehouse) name the
+    manifests of a table in catalog ``local``. After ``local``'s table was planned and
+    previewed (its manifests, metadata and delete files in every cache), ``other``'s pages
+    still refuse those manifests: the guard is asked before every cache."""
+    local = write_history_table(tmp_path / "a", "shop", "orders")
+    other_wh = tmp_path / "b"
+    copy = other_wh / "shop" / "orders"
+    (copy / "metadata").mkdir(parents=True)
+    for f in Path(local.location, "metadata").iterdir():
+        data = f.read_bytes()
+        if f.name.endswith(".metadata.json"):  # its manifest lists: the copies, in b
+            data = data.replace(str(tmp_path / "a").encode(), str(other_wh).encode())
+        (copy / "metadata" / f.name).write_bytes(data)
+    (tmp_path / "catalogs.toml").write_text(
+        f'[catalogs.local]\ntype = "filesystem"\nwarehouse = "{tmp_path / "a"}"\n'
+        f'[catalogs.other]\ntype = "filesystem"\nwarehouse = "{other_wh}"\n')
+    settings.FLOE_CATALOGS = str(tmp_path / "catalogs.toml")
+    settings.FLOE_WAREHOUSE = ""
+    sid = local.snapshot_ids[-1]
+    suffixes = ["plan/", "preview/", f"snapshots/{sid}/manifests/0/", "partitions/"]
+    for s in suffixes:
+        assert client.get(f"/catalogs/local/namespaces/shop/tables/orders/{s}").status_code \
+            == 200, s
+    assert len(CACHE.live) and len(CACHE.entries)
+    for s in suffixes:
+        response = client.get(f"/catalogs/other/namespaces/shop/tables/orders/{s}")
+        assert response.status_code == 422, s
+        assert OUTSIDE in html.unescape(response.content.decode()), s
+        assert str(tmp_path / "a") in html.unescape(response.content.decode()), s

@@ -744,7 +744,8 @@ def test_unreadable_kept_manifest_stops_before_the_commit(catalog: FileSystemCat
 
 @pytest.mark.parametrize("fv", [1, 2])
 def test_fast_readers_agree_with_the_decoders(catalog: FileSystemCatalog, fv: int) -> None:
-    from floe.reachable import ManifestLists, ManifestScanner
+    from floe.reachable import ManifestLists
+    from floe.scan.manifests import ManifestScanner
 
     t = _build_row_level(catalog, fv, True)
     lists = ManifestLists(t.io)
@@ -766,7 +767,7 @@ def test_fast_readers_agree_with_the_decoders(catalog: FileSystemCatalog, fv: in
 
 def test_the_scan_never_cuts_a_path_out_of_a_longer_one(catalog: FileSystemCatalog) -> None:
     from floe.manifest import DataFile, FileContent, FileFormat
-    from floe.reachable import ManifestScanner
+    from floe.scan.manifests import ManifestScanner
 
     t = new_table(catalog, partitioned=False)
     inside = f"{t.location}/data/a.parquet"

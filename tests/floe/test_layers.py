@@ -64,3 +64,18 @@ def test_imports_point_down(path: Path) -> None:
               if own in RANK and (dst := _top(target)) is not None and dst != own
               and frozenset({own, dst}) not in MUTUAL and RANK.get(dst, -1) > RANK[own]]
     assert upward == []
+
+
+#: Where floe.manifest's decoder is called: itself, and the one entry point for reading
+#: manifest entries (floe.scan.manifests and the scanner behind it).
+MANIFEST_READERS = {"floe/manifest.py", "floe/scan/manifests.py", "floe/scan/manifest_scan.py"}
+
+
+def test_manifest_entries_are_read_through_one_entry_point() -> None:
+    root = FLOE.parent
+    callers = sorted(
+        str(p.relative_to(root)) for d in ("floe", "explorer", "api")
+        for p in (root / d).rglob("*.py")
+        if "read_manifest(" in p.read_text(encoding="utf-8")
+        and str(p.relative_to(root)) not in MANIFEST_READERS)
+    assert callers == []

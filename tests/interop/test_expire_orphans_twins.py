@@ -32,7 +32,7 @@ from floe.catalog.filesystem import FileSystemCatalog
 from floe.io import local_path
 from floe.maintenance.expire import ExpireResult, expire_snapshots
 from floe.maintenance.orphans import remove_orphan_files
-from floe.reachable import ManifestScanner
+from floe.scan.manifests import ManifestScanner
 from floe.manifest import read_manifest, read_manifest_list
 from floe.table import Table
 

@@ -16,9 +16,9 @@ from floe.manifest import (
     ManifestContent,
     ManifestEntry,
     ManifestEntryStatus,
-    read_manifest,
     read_manifest_list,
 )
+from floe.scan.manifests import read_entries
 from floe.metadata import TableMetadata
 from floe.snapshots import Operation, Snapshot
 
@@ -59,6 +59,6 @@ def entries_added_by(io: Any, snapshots: Iterable[Snapshot], content: ManifestCo
         for m in read_manifest_list(io, snap.manifest_list):
             if m.content != content or m.added_snapshot_id != snap.snapshot_id:
                 continue
-            for e in read_manifest(io, m):
+            for e in read_entries(io, m):
                 if e.status != ManifestEntryStatus.EXISTING and e.snapshot_id == snap.snapshot_id:
                     yield snap, e
