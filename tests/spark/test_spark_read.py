@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import datasource as sds
 
 from floe.errors import NotFound, ValidationError
-from floe.io import readers
+from floe.scan import readers
 from floe.scan.readers import plan_to_table
 from floe.manifest import DataFile, FileContent
 from floe.scan.incremental import plan_appends
