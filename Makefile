@@ -26,9 +26,9 @@ test: install
 pipeline: install
 	$(PY) pipeline/events.py
 
-# Unit tests only (no oracle, no services): for a quick loop while developing.
+# Unit tests only (no oracle, no services, no S3 servers): for a quick loop while developing.
 test-fast: install
-	$(PY) -m pytest -m "not interop and not browser" -q
+	$(PY) -m pytest -m "not interop and not browser and not objectstore" -q
 
 # Every benchmark, each printing floe side by side with PyIceberg / DuckDB (slow: minutes).
 bench: install
