@@ -9,6 +9,7 @@ import html
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -124,7 +125,8 @@ def test_a_data_file_linked_from_outside_is_not_read(client: Client, fresh_histo
     assert client.get(base + "snapshots/").status_code == 200
 
 
-def test_a_cached_copy_is_no_way_around_the_warehouse(client: Client, tmp_path: Path) -> None:
+def test_a_cached_copy_is_no_way_around_the_warehouse(client: Client, tmp_path: Path,
+                                                      settings: Any) -> None:
     """Catalog ``other`` holds a table whose manifest lists (inside its warehouse) name the
     manifests of a table in catalog ``local``. After ``local``'s table was planned and
     previewed (its manifests, metadata and delete files in every cache), ``other``'s pages
