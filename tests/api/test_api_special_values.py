@@ -63,7 +63,9 @@ def test_manifest_bounds_and_partition_values_spell_infinities(lab: Path) -> Non
     (manifest,) = _strict(client.get(LAB + f"snapshots/{sid}/manifests/"))
     assert manifest["partitions"] == [{"field": "d", "contains_null": False,
                                        "contains_nan": True, "lower_bound": "-Infinity",
-                                       "upper_bound": "Infinity"}]
+                                       "upper_bound": "Infinity",
+                                       "lower_bound_text": "-Infinity",
+                                       "upper_bound_text": "Infinity"}]
     files = _strict(client.get(LAB + f"snapshots/{sid}/files/"))["results"]
     assert sorted(str(f["partition"]["d"]) for f in files) == [
         "-Infinity", "0.1", "Infinity", "NaN"]
