@@ -58,6 +58,8 @@ def now() -> int:
 
 Case = tuple[str, Callable[[Table], Any], Callable[[Table], Any], str, str]
 
+AN_HOUR_AGO = int(time.time() * 1000) - HOUR
+
 CASES: list[Case] = [
     ("expire older_than in the future",
      lambda t: check_expiration(t.metadata, table=t.identifier, now_ms=now(),
@@ -77,10 +79,10 @@ CASES: list[Case] = [
                                     older_than_ms=now() + HOUR),
      lambda t: remove_orphan_files(t, older_than_ms=now() + HOUR, dry_run=True),
      "older_than_ms", "in the future"),
-    ("orphans under a day without force",
+    ("orphans under a day without force",  # one cutoff for both: the message names it
      lambda t: check_orphan_removal(t.metadata, table=t.identifier, now_ms=now(),
-                                    older_than_ms=now() - HOUR),
-     lambda t: remove_orphan_files(t, older_than_ms=now() - HOUR, dry_run=True),
+                                    older_than_ms=AN_HOUR_AGO),
+     lambda t: remove_orphan_files(t, older_than_ms=AN_HOUR_AGO, dry_run=True),
      "older_than_ms", "newer than 24 hours"),
     ("orphans unknown mode",
      lambda t: check_orphan_removal(t.metadata, table=t.identifier, now_ms=now(),
