@@ -32,7 +32,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -46,7 +46,7 @@ from floe.catalog.base import Catalog
 from floe.catalog.config import CatalogConfig, default_config_path, load_catalogs
 from floe.errors import FloeError, NotFound, ValidationError
 from floe.inspect import moved_from
-from floe.io import FileIO, local_path
+from floe.io import FileIO, is_local, local_path
 from floe.table import Table
 
 __all__ = [
@@ -81,14 +81,37 @@ def _real_root(warehouse: str | None) -> str | None:
         return None
 
 
+def _object_prefix(location: str | None) -> str | None:
+    """An object-store location as ``s3://bucket/a/b/`` (``s3a``/``s3n`` as ``s3``, ``.``
+    and ``..`` segments resolved, one slash between segments), or None when it is local."""
+    if not location or is_local(location):
+        return None
+    scheme, _, rest = location.partition("://")
+    scheme = "s3" if scheme.lower() in ("s3a", "s3n") else scheme.lower()
+    parts: list[str] = []
+    for part in rest.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if len(parts) > 1:
+                parts.pop()
+            continue
+        parts.append(part)
+    return f"{scheme}://" + "/".join(parts) + "/"
+
+
 class WarehouseIO(FileIO):
     """A :class:`~floe.io.FileIO` that reads and writes only inside one warehouse, symlinks
     resolved. Existence checks and listings pass through (they reveal names, not content)."""
 
-    def __init__(self, catalog: str, warehouse: str | None) -> None:
+    def __init__(self, catalog: str, warehouse: str | None,
+                 properties: Mapping[str, str] | None = None) -> None:
+        super().__init__(properties)
         self.catalog = catalog
         self.warehouse = warehouse
         self.root = _real_root(warehouse)
+        #: An object-store warehouse (``s3://bucket/prefix``), as a normalized prefix.
+        self.prefix = _object_prefix(warehouse)
         #: Where tables opened from this catalog were (their metadata's location, as a path)
         #: → where they are now (explorer.catalogs.note_moved).
         self.moved: dict[str, str] = {}
@@ -110,15 +133,20 @@ class WarehouseIO(FileIO):
     def check(self, location: str) -> None:
         """OutsideWarehouse unless ``location`` (resolved) is inside the warehouse
         (TableMoved when it is under the old place of a moved table)."""
-        if self.root is None:
+        if self.root is None and self.prefix is None:
             raise OutsideWarehouse(
-                location, f"catalog {self.catalog!r} has no local warehouse directory, and the "
-                "explorer reads only inside a catalog's warehouse; not read")
-        try:
-            real = os.path.realpath(local_path(location))
-        except ValidationError:
-            real = None
-        if real is None or os.path.commonpath([self.root, real]) != self.root:
+                location, f"catalog {self.catalog!r} has no warehouse, and the explorer reads "
+                "only inside a catalog's warehouse; not read")
+        if self.prefix is not None:
+            inside = (_object_prefix(location) or "").startswith(self.prefix)
+        else:
+            try:
+                real: str | None = os.path.realpath(local_path(location))
+            except ValidationError:
+                real = None
+            inside = real is not None and os.path.commonpath([self.root or "/", real]) == \
+                self.root
+        if not inside:
             moved = self._moved(location, f"that place is not in the warehouse "
                                           f"{self.warehouse} of catalog {self.catalog!r} "
                                           "(symlinks resolved), so nothing is read from it")
@@ -129,32 +157,30 @@ class WarehouseIO(FileIO):
                 f"{self.catalog!r} (symlinks resolved); not read")
 
     def guard(self, location: str) -> None:
-        """floe's caches ask before a lookup: the same refusal as a read."""
+        """Every read and write of content, and floe's caches before a lookup: the one
+        refusal (floe.io.FileIO.guard)."""
         self.check(location)
+
+    def read(self, location: str) -> bytes:
+        with self._gone(location):
+            return super().read(location)
 
     def open(self, location: str) -> BinaryIO:
-        self.check(location)
-        try:
+        with self._gone(location):
             return super().open(location)
-        except NotFound:
-            raise self._moved(location, "the file is no longer there") or NotFound(
-                f"{location}: file does not exist") from None
 
     def size(self, location: str) -> int:
-        self.check(location)
-        try:
+        with self._gone(location):
             return super().size(location)
+
+    @contextlib.contextmanager
+    def _gone(self, location: str) -> Iterator[None]:
+        """A file missing from a moved table's old place says where the metadata points."""
+        try:
+            yield
         except NotFound:
             raise self._moved(location, "the file is no longer there") or NotFound(
                 f"{location}: file does not exist") from None
-
-    def write(self, location: str, data: bytes, overwrite: bool = False) -> None:
-        self.check(location)
-        super().write(location, data, overwrite)
-
-    def delete(self, location: str, missing_ok: bool = False) -> None:
-        self.check(location)
-        super().delete(location, missing_ok)
 
 
 # --- the configured catalogs ------------------------------------------------------------------
@@ -210,7 +236,8 @@ class _Registry:
         # Connect outside the lock: a database that does not answer must not hold up the
         # requests for the other catalogs.
         try:
-            created = config.create(WarehouseIO(name, config.options.get("warehouse")))
+            created = config.create(WarehouseIO(name, config.options.get("warehouse"),
+                                                config.storage_properties))
         except (FloeError, SQLAlchemyError, OSError) as exc:
             raise CatalogUnavailable(
                 f"catalog {name!r} ({config.type}, from {config.source}) is unavailable: "

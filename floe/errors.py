@@ -55,5 +55,10 @@ class CommitConflict(FloeError):
     """Another writer changed the table first; the commit may be retried."""
 
 
-class CommitStateUnknown(FloeError):
+class OutcomeUnknown(FloeError):
+    """A write whose answer was lost (a timeout, a dropped connection, a server that failed
+    mid-request): it may or may not have happened."""
+
+
+class CommitStateUnknown(OutcomeUnknown):
     """The commit may or may not have happened; written files must not be deleted."""

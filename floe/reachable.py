@@ -46,7 +46,7 @@ from floe.avro import (
     read_long,
 )
 from floe.errors import FloeError, MetadataError, NotFound, ValidationError
-from floe.io import FileIO, local_path
+from floe.io import FileIO, is_local, local_path
 from floe.manifest import (
     ManifestFile,
     PartitionFieldSummary,
@@ -78,6 +78,7 @@ __all__ = [
     "ManifestLists",
     "ReachableFiles",
     "delete_file",
+    "delete_files",
     "delete_in_phases",
     "PartitionBox",
     "reachable_files",
@@ -520,13 +521,38 @@ def delete_file(io: FileIO, location: str) -> bool:
         existed = True
     except NotFound:
         existed = False
-    companion = _crc_companion(location)
-    try:
-        if os.path.isfile(local_path(companion)):
-            io.delete(companion, missing_ok=True)
-    except (ValidationError, OSError, FloeError) as e:
-        log.warning("could not delete %s: %s", companion, e)
+    if is_local(location):
+        companion = _crc_companion(location)
+        try:
+            if os.path.isfile(local_path(companion)):
+                io.delete(companion, missing_ok=True)
+        except (ValidationError, OSError, FloeError) as e:
+            log.warning("could not delete %s: %s", companion, e)
     return existed
+
+
+def delete_files(io: FileIO, locations: Sequence[str]) -> list[tuple[str, str]]:
+    """Delete table files, missing ones being fine: on an object store in the store's batches
+    (one request per 1,000 keys), local ones (and their ``.crc`` companions) on
+    :data:`DELETE_THREADS` threads. Returns the ones that could not be deleted, with why."""
+    remote = [x for x in locations if not is_local(x)]
+    failed = [(path, str(e)) for path, e in io.delete_many(remote)] if remote else []
+
+    def one(path: str) -> str | None:
+        try:
+            delete_file(io, path)
+        except (OSError, FloeError) as e:
+            return str(e)
+        return None
+
+    local = [x for x in locations if is_local(x)]
+    if local:
+        with ThreadPoolExecutor(max_workers=DELETE_THREADS) as pool:
+            failed += [(p, e) for p, e in zip(local, pool.map(one, local), strict=True)
+                       if e is not None]
+    for path, error in failed:
+        log.warning("could not delete %s: %s", path, error)
+    return failed
 
 
 #: Deleting is waiting on the file system (or an object store), not the interpreter.
@@ -535,38 +561,27 @@ DELETE_THREADS = 8
 
 def delete_in_phases(
     phases: Sequence[Sequence[str]],
-    delete: Callable[[str], None],
+    delete: Callable[[Sequence[str]], list[tuple[str, str]]],
     on_progress: Callable[[int, int], None],
     batch: int,
 ) -> tuple[int, list[tuple[str, str]]]:
     """Delete files phase by phase: a phase starts only once every file of the previous one
-    is gone (a crash never leaves a file whose only record was deleted first), files of one
-    phase on :data:`DELETE_THREADS` threads. ``on_progress(done, total)`` after each batch
-    may raise to stop (a Cancelled). Returns (deleted, [(path, error)]); ``delete`` raises
-    OSError / FloeError on a failure, which is recorded and does not stop the rest."""
+    is gone (a crash never leaves a file whose only record was deleted first), ``batch``
+    files per call of ``delete`` (:func:`delete_files`, or a caller's check around it), which
+    returns the ones it could not delete. ``on_progress(done, total)`` after each batch may
+    raise to stop (a Cancelled). Returns (deleted, [(path, error)]); a failure is recorded
+    and does not stop the rest."""
     total = sum(len(p) for p in phases)
     done = 0
     deleted = 0
     failed: list[tuple[str, str]] = []
-
-    def one(path: str) -> str | None:
-        try:
-            delete(path)
-        except (OSError, FloeError) as e:
-            log.warning("could not delete %s: %s", path, e)
-            return str(e)
-        return None
-
     on_progress(0, total)
-    with ThreadPoolExecutor(max_workers=DELETE_THREADS) as pool:
-        for phase in phases:
-            for start in range(0, len(phase), batch):
-                chunk = list(phase[start:start + batch])
-                for path, error in zip(chunk, pool.map(one, chunk), strict=True):
-                    if error is None:
-                        deleted += 1
-                    else:
-                        failed.append((path, error))
-                done += len(chunk)
-                on_progress(done, total)
+    for phase in phases:
+        for start in range(0, len(phase), batch):
+            chunk = list(phase[start:start + batch])
+            missed = delete(chunk)
+            deleted += len(chunk) - len(missed)
+            failed += missed
+            done += len(chunk)
+            on_progress(done, total)
     return deleted, failed

@@ -286,15 +286,17 @@ class Catalog(ABC):
         """Delete every file the table's metadata reaches: data and delete files, manifests,
         manifest lists, statistics files, logged metadata files and the current one (Java
         ``CatalogUtil.dropTableData``). Missing files are skipped."""
-        from floe.reachable import delete_file, reachable_files
+        from floe.reachable import delete_files, reachable_files
 
         reached = reachable_files(self.io, metadata, metadata_location=metadata_location,
                                   include_deleted_entries=True, missing_ok=True)
         for group in (reached.content_files, reached.manifests, reached.statistics_files,
                       reached.manifest_lists, reached.metadata_files - {metadata_location},
                       {metadata_location}):
-            for path in sorted(group):
-                delete_file(self.io, path)
+            failed = delete_files(self.io, sorted(group))
+            if failed:  # the next group holds the only record of these: keep it
+                raise FloeError(f"purging table files: could not delete {len(failed)} of "
+                                f"them, e.g. {failed[0][0]}: {failed[0][1]}")
 
     def __enter__(self) -> Catalog:
         return self

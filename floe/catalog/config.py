@@ -51,6 +51,9 @@ WAREHOUSE_ENV = "FLOE_WAREHOUSE"
 DEFAULT_CONFIG = Path("~/.floe/catalogs.toml")
 LOCAL = "local"
 
+#: Option names that configure file access, for every catalog type (PyIceberg's FileIO
+#: properties).
+STORAGE_PREFIXES = ("s3.", "gcs.", "adls.")
 _CATALOG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: ``CATALOG:namespace.table``; a path never matches (it has ``/`` or no ``:``).
@@ -66,11 +69,19 @@ class CatalogConfig:
     options: dict[str, str] = field(default_factory=dict)
     source: str = "<config>"
 
+    @property
+    def storage_properties(self) -> dict[str, str]:
+        """The options that configure file access (PyIceberg's ``s3.*``, ``gcs.*``,
+        ``adls.*`` names)."""
+        return {k: v for k, v in self.options.items() if k.startswith(STORAGE_PREFIXES)}
+
     def create(self, io: FileIO | None = None) -> Catalog:
         """A catalog object (a SQL catalog connects to its database here) reading and
-        writing files through ``io`` (default a plain :class:`~floe.io.FileIO`)."""
+        writing files through ``io`` (default a :class:`~floe.io.FileIO` configured with
+        :attr:`storage_properties`)."""
         spec = CATALOG_TYPES[self.type]
-        return spec.factory(self.name, self.options, io)
+        return spec.factory(self.name, self.options,
+                            io if io is not None else FileIO(self.storage_properties))
 
 
 @dataclass(frozen=True)
@@ -152,7 +163,8 @@ def parse_catalogs(
         for key, value in entry.items():
             if key == "type":
                 continue
-            if key not in spec.required | spec.optional:
+            if key not in spec.required | spec.optional \
+                    and not key.startswith(STORAGE_PREFIXES):
                 raise ValidationError(
                     f"{where}: unknown option {key!r} for type {kind!r} "
                     f"(allowed: {sorted(spec.required | spec.optional)})")

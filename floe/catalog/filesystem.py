@@ -30,8 +30,15 @@ from floe.catalog.base import (
     UnsupportedOperation,
     to_namespace,
 )
-from floe.errors import CommitConflict, FloeError, NotFound, ValidationError
-from floe.io import FileIO, local_path
+from floe.errors import (
+    CommitConflict,
+    CommitStateUnknown,
+    FloeError,
+    NotFound,
+    OutcomeUnknown,
+    ValidationError,
+)
+from floe.io import FileIO, is_local, local_path
 from floe.metadata import (
     METADATA_DIR,
     VERSION_HINT,
@@ -62,6 +69,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: What keeps an empty namespace's prefix on an object store.
+NAMESPACE_MARKER = ".floe-namespace"
 _HADOOP_NAME = re.compile(r"^v(\d+)(?:\.gz)?\.metadata\.json(?:\.gz)?$")
 _METASTORE_NAME = re.compile(
     r"^(\d+)-[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
@@ -194,10 +203,13 @@ class FileSystemCatalog(Catalog):
     """Tables as directories: ``<warehouse>/<ns>/.../<table>/metadata/v<N>.metadata.json``,
     the layout of Iceberg's ``HadoopCatalog`` (spec "File System Tables").
 
-    A commit writes the next version with an atomic no-replace publish (a hard link of a
-    fully written, fsynced temporary file: it fails when ``v<N+1>`` exists, so of two
-    writers exactly one wins), then updates ``version-hint.text``. Namespaces are plain
-    directories without properties; tables cannot be renamed.
+    A commit writes the next version with an atomic no-replace publish (on a local disk a
+    hard link of a fully written, fsynced temporary file; on an object store a conditional
+    create, ``If-None-Match: *``: either fails when ``v<N+1>`` exists, so of two writers
+    exactly one wins), then updates ``version-hint.text``. An object store that does not
+    refuse the second create is read, never committed to (the commit says why). Namespaces
+    are directories without properties (on an object store a prefix, kept by an empty
+    ``.floe-namespace`` object until a table is in it); tables cannot be renamed.
     """
 
     def __init__(self, name: str, warehouse: str, io: FileIO | None = None) -> None:
@@ -223,13 +235,9 @@ class FileSystemCatalog(Catalog):
         return self.table_location(ident)
 
     def _subdirs(self, location: str) -> list[str]:
-        path = local_path(location)
-        try:
-            names = sorted(os.listdir(path))
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        return [n for n in names
-                if not n.startswith(".") and os.path.isdir(os.path.join(path, n))]
+        dirs, _ = self.io.list_dir(location)
+        names = (_basename(d) for d in dirs)
+        return [n for n in names if not n.startswith(".")]
 
     # -- namespaces ----------------------------------------------------------------------
 
@@ -256,19 +264,27 @@ class FileSystemCatalog(Catalog):
         if properties:
             raise UnsupportedOperation(
                 f"catalog {self.name!r}: file-system namespaces have no properties")
-        path = local_path(self.namespace_location(ns))
-        if os.path.isdir(path):
+        location = self.namespace_location(ns)
+        if self.io.is_dir(location):
             raise ValidationError(f"namespace {'.'.join(ns)} already exists")
-        os.makedirs(path)
+        if is_local(location):
+            os.makedirs(local_path(location))
+        else:  # an object store has no directories: an object keeps the prefix
+            self.io.write(_join(location, NAMESPACE_MARKER), b"", overwrite=True)
 
     def drop_namespace(self, namespace: str | Iterable[str]) -> None:
         ns = to_namespace(namespace)
-        path = local_path(self.namespace_location(ns))
-        if not ns or not os.path.isdir(path):
+        location = self.namespace_location(ns)
+        if not ns or not self.io.is_dir(location):
             raise NotFound(f"namespace {'.'.join(ns)} does not exist in catalog {self.name!r}")
-        if os.listdir(path):
+        dirs, files = self.io.list_dir(location)
+        marker = _join(location, NAMESPACE_MARKER)
+        if dirs or [f for f in files if f != marker]:
             raise ValidationError(f"namespace {'.'.join(ns)} is not empty")
-        os.rmdir(path)
+        if is_local(location):
+            os.rmdir(local_path(location))
+        else:
+            self.io.delete(marker, missing_ok=True)
 
     def load_namespace_properties(self, namespace: str | Iterable[str]) -> dict[str, str]:
         ns = to_namespace(namespace)
@@ -326,9 +342,17 @@ class FileSystemCatalog(Catalog):
         location = self.metadata_location(ident)
         if purge:
             self.purge_table_files(location, self.read_metadata(location))
-        shutil.rmtree(local_path(_join(self.table_location(ident), METADATA_DIR)))
-        if purge:
-            _remove_empty_dirs(local_path(self.table_location(ident)))
+        table_location = self.table_location(ident)
+        metadata_dir = _join(table_location, METADATA_DIR)
+        if is_local(table_location):
+            shutil.rmtree(local_path(metadata_dir))
+            if purge:
+                _remove_empty_dirs(local_path(table_location))
+        else:
+            failed = self.io.delete_many(self.io.list(metadata_dir))
+            if failed:
+                raise FloeError(f"table {ident}: could not delete {len(failed)} metadata "
+                                f"files, e.g. {failed[0][0]}: {failed[0][1]}")
 
     def register_table(self, ident: TableIdentifier | str, metadata_location: str) -> Table:
         """Copy an existing metadata file in as ``v1.metadata.json`` of a new table directory."""
@@ -364,6 +388,12 @@ class FileSystemCatalog(Catalog):
             self._check_uuid(ident, base_location, new_metadata.table_uuid)
             version = base_version + 1
         target = metadata_file_location(table_location, version)
+        if not self.io.exclusive_create(target):
+            raise ValidationError(
+                f"table {ident}: cannot commit to a file-system table in {self.warehouse}: the "
+                f"store there does not refuse a second create of the same object "
+                f"(If-None-Match: *), so two writers could both think they committed version "
+                f"{version}. The table can be read; use a SQL or REST catalog to change it")
         data = serialize_metadata(new_metadata)
         try:
             self.io.write(target, data, overwrite=False)
@@ -374,6 +404,8 @@ class FileSystemCatalog(Catalog):
                 ) from None
             raise CommitConflict(
                 f"table {ident}: {target} was published by a concurrent commit") from None
+        except OutcomeUnknown as e:  # the store's answer was lost, and the file is not there
+            raise CommitStateUnknown(f"table {ident}: {e}") from e
         except OSError as e:
             # The link is atomic: either our complete file is there or it is not.
             if not self._published(target, data):
@@ -420,7 +452,7 @@ class DirectoryCatalog(FileSystemCatalog):
 
     def __init__(self, directory: str, io: FileIO | None = None) -> None:
         directory = directory.rstrip("/") or directory
-        if not directory.startswith("file:"):
+        if is_local(directory) and not directory.startswith("file:"):
             directory = os.path.abspath(directory)  # table locations are absolute
         parent, _, name = directory.rpartition("/")
         super().__init__("path", parent or ".", io)

@@ -66,7 +66,7 @@ from floe.maintenance import ProgressCallback, report, utc_text
 from floe.reachable import (
     ManifestLists,
     PartitionBox,
-    delete_file,
+    delete_files,
     delete_in_phases,
     has_live_files,
     snapshot_manifests,
@@ -694,10 +694,6 @@ def _delete(io: FileIO, result: ExpireResult, on_progress: ProgressCallback | No
     def progress(done: int, total: int) -> None:
         report(on_progress, "deleting files", done, total)
 
-    deleted, failed = delete_in_phases(phases, lambda p: _delete_one(io, p), progress,
+    deleted, failed = delete_in_phases(phases, lambda chunk: delete_files(io, chunk), progress,
                                        DELETE_BATCH)
     return _replace(result, deleted_files=deleted, failed=tuple(failed))
-
-
-def _delete_one(io: FileIO, path: str) -> None:
-    delete_file(io, path)

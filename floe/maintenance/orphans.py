@@ -35,17 +35,17 @@ import logging
 import os
 import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from floe.errors import FloeError, InvalidArgument, ValidationError
-from floe.io import local_path
+from floe.errors import InvalidArgument, ValidationError
+from floe.io import FileIO, is_local, local_path
 from floe.maintenance import ProgressCallback, report, utc_text
 from floe.reachable import (
     ManifestLists,
-    delete_file,
+    delete_files,
     delete_in_phases,
     reachable_files,
 )
@@ -193,15 +193,17 @@ class _Matcher:
         if uri not in known:
             known.append(uri)
 
-    def match(self, actual_path: str) -> tuple[bool, list[tuple[str | None, str | None]]]:
-        """(referenced, conflicts) for a local file: Java ``FindOrphanFiles`` per joined row,
-        except that a file some referenced location matches is never an orphan."""
-        if actual_path in self.plain or any(actual_path in s for s in self.sets):
+    def match(self, listed: str) -> tuple[bool, list[tuple[str | None, str | None]]]:
+        """(referenced, conflicts) for a listed file (a local path, or an object store's
+        location): Java ``FindOrphanFiles`` per joined row, except that a file some
+        referenced location matches is never an orphan."""
+        if listed in self.plain or any(listed in s for s in self.sets):
             return True, []
-        valid = self.by_path.get(actual_path)
+        uri = _URI("file", None, listed) if is_local(listed) else _split(listed)
+        valid = self.by_path.get(uri.path)
         if not valid:
             return False, []
-        actual = self.norm(_URI("file", None, actual_path))
+        actual = self.norm(uri)
         conflicts: list[tuple[str | None, str | None]] = []
         for v in valid:
             scheme_ok = not v.scheme or v.scheme.lower() == (actual.scheme or "").lower()
@@ -277,10 +279,23 @@ class _Listing:
         return f"{self.root.rstrip(os.sep)}/{rel}"
 
 
-def _list(location: str, root: str, cutoff_ms: int, prefixes: tuple[str, ...],
+def _walk_store(io: FileIO, location: str, prefixes: tuple[str, ...]
+                ) -> Iterator[tuple[str, int]]:
+    """:func:`_walk` over an object store: its listing, hidden names skipped in every path
+    segment (an object store has no directories to skip instead)."""
+    base = location.rstrip("/") + "/"
+    for info in io.list_info(location):
+        rel = info.location[len(base):]
+        if any(_hidden(part, prefixes) for part in rel.split("/")):
+            continue
+        yield rel, info.modified_ms if info.modified_ms is not None else 0
+
+
+def _list(io: FileIO, location: str, root: str, cutoff_ms: int, prefixes: tuple[str, ...],
           on_progress: ProgressCallback | None) -> _Listing:
     out = _Listing(root, location.rstrip("/"))
-    for rel, mtime_ms in _walk(root, prefixes):
+    walk = _walk(root, prefixes) if is_local(location) else _walk_store(io, location, prefixes)
+    for rel, mtime_ms in walk:
         out.listed += 1
         if out.listed % _LIST_REPORT_EVERY == 0:
             report(on_progress, "listing files", out.listed)
@@ -329,8 +344,16 @@ def check_orphan_removal(md: TableMetadata, *, table: Any, now_ms: int,
 
 
 def _root(table_location: str, location: str | None, table: Any) -> tuple[str, str]:
-    """(location as given, its local directory), which must be the table location or inside
-    it."""
+    """(location as given, its local directory; on an object store the location itself),
+    which must be the table location or inside it."""
+    if not is_local(table_location):
+        base = table_location.rstrip("/")
+        given = (location or table_location).rstrip("/")
+        if ".." in given.split("/") or not (given == base or given.startswith(base + "/")):
+            raise ValidationError(
+                f"cannot remove orphan files under {location}: it is not inside the location "
+                f"{table_location} of table {table}")
+        return location or table_location, given
     table_dir = os.path.normpath(local_path(table_location))
     if location is None:
         return table_location, table_dir
@@ -365,7 +388,7 @@ def remove_orphan_files(
     cutoff, mode, given, root = check_orphan_removal(
         md, table=table.identifier, now_ms=now_ms, older_than_ms=older_than_ms, force=force,
         prefix_mismatch_mode=prefix_mismatch_mode, location=location)
-    listing = _list(given, root, cutoff, _partition_prefixes(md), on_progress)
+    listing = _list(table.io, given, root, cutoff, _partition_prefixes(md), on_progress)
     result = OrphanResult(location=given, older_than_ms=cutoff, dry_run=dry_run,
                           listed_files=listing.listed, candidate_files=len(listing.candidates))
     if not listing.candidates:
@@ -409,7 +432,8 @@ def _find_orphans(
     conflicts: set[tuple[str | None, str | None]] = set()
     for rel in listing.candidates:
         path = listing.local(rel)
-        referenced, mismatches = matcher.match(path if _is_plain(path) else _split(path).path)
+        referenced, mismatches = matcher.match(
+            path if _is_plain(path) or not is_local(path) else _split(path).path)
         if referenced:
             continue
         if not mismatches or mode == "delete":
@@ -443,13 +467,14 @@ def _delete(table: Table, result: OrphanResult, orphans: list[tuple[str, str]], 
     real_root = os.path.realpath(root)
     local = dict(orphans)
 
-    def delete(location: str) -> None:
-        # a directory swapped for a symbolic link since the listing must not lead out
-        path = local[location]
-        if not _inside(os.path.realpath(os.path.dirname(path)), real_root) \
-                or os.path.islink(path):
-            raise FloeError(f"{location}: no longer inside the table location")
-        delete_file(table.io, location)
+    def delete(chunk: Sequence[str]) -> list[tuple[str, str]]:
+        # on a disk, a directory swapped for a symbolic link since the listing must not lead
+        # out (an object store has neither)
+        escaped = [x for x in chunk if is_local(x) and (
+            not _inside(os.path.realpath(os.path.dirname(local[x])), real_root)
+            or os.path.islink(local[x]))]
+        return [(x, f"{x}: no longer inside the table location") for x in escaped] + \
+            delete_files(table.io, [x for x in chunk if x not in escaped])
 
     def progress(done: int, total: int) -> None:
         report(on_progress, "deleting files", done, total)

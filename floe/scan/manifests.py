@@ -31,6 +31,7 @@ from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from typing import Any
 
 from floe.cache import LRUCache
+from floe.io import is_local
 from floe.manifest import ManifestEntry, ManifestEntryStatus, ManifestFile, read_manifest
 from floe.scan.manifest_scan import ManifestScanner
 from floe.scan.manifest_store import manifest_store, unwire, wire
@@ -118,18 +119,49 @@ def shutdown_pool() -> None:
             _pool = None
 
 
-def _live(io: Any, manifest: ManifestFile) -> list[ManifestEntry]:
-    """The live entries of one manifest: from the persistent cache when it has them
-    (floe.scan.manifest_store), else decoded, and then stored there."""
+def _stored(manifest: ManifestFile) -> list[ManifestEntry] | None:
     store = manifest_store()
-    if store is not None:
-        got = store.get(manifest)
-        if got is not None:
-            return got
+    return store.get(manifest) if store is not None else None
+
+
+def _decode(io: Any, manifest: ManifestFile) -> list[ManifestEntry]:
+    """Decode the live entries, and keep them in the persistent cache."""
     live = [e for e in read_manifest(io, manifest, discard_deleted=True) if e.status != _DELETED]
+    store = manifest_store()
     if store is not None:
         store.put(manifest, live)
     return live
+
+
+def _live(io: Any, manifest: ManifestFile) -> list[ManifestEntry]:
+    """The live entries of one manifest: from the persistent cache when it has them
+    (floe.scan.manifest_store), else decoded, and then stored there."""
+    got = _stored(manifest)
+    return got if got is not None else _decode(io, manifest)
+
+
+class _Fetched:
+    """The bytes of one file, fetched already, as the io its decoder reads them from."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def read(self, location: str) -> bytes:
+        return self.data
+
+
+def _read_remote(io: Any, manifests: Sequence[ManifestFile], missing: list[int],
+                 out: list[list[ManifestEntry] | None]) -> None:
+    """Manifests on an object store: the ones the persistent cache lacks are fetched
+    :data:`floe.io.PARALLEL_READS` at a time while this thread decodes them in order."""
+    need = []
+    for i in missing:
+        out[i] = _stored(manifests[i])
+        if out[i] is None:
+            need.append(i)
+    fetched = io.read_many(manifests[i].manifest_path for i in need)
+    for i, data in zip(need, fetched, strict=True):
+        out[i] = _decode(_Fetched(data), manifests[i])
 
 
 def _live_chunk(io: Any, manifests: Sequence[ManifestFile]) -> list[list[tuple[Any, ...]]]:
@@ -212,6 +244,8 @@ def read_live_entries(
             sum(_estimate(manifests[i]) for i in missing) >= PROCESS_MIN_ENTRIES
     if processes and len(missing) > 1:
         _read_in_processes(io, manifests, missing, out, cpus)
+    elif len(missing) > 1 and not all(is_local(manifests[i].manifest_path) for i in missing):
+        _read_remote(io, manifests, missing, out)
     else:
         for i in missing:
             out[i] = _live(io, manifests[i])

@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 
 from floe.cache import LRUCache
 from floe.errors import FloeError, NotFound, ValidationError
-from floe.io import FileIO, local_path
+from floe.io import FileIO, is_local, local_path
 from floe.io.parquet import FIELD_ID_KEY, schema_to_arrow, to_arrow_type
 from floe.manifest import FileContent
 from floe.metadata import TableMetadata
@@ -242,7 +242,7 @@ def _identity_constants(spec: PartitionSpec | None, partition: Sequence[Any],
 
 def _open(io: Any, path: str, what: str) -> Any:
     """A readable file; local files through Arrow's own (GIL-free, memory-mapped) IO."""
-    if type(io) is FileIO:
+    if type(io) is FileIO and is_local(path):
         try:
             return pa.memory_map(local_path(path), "r")
         except FileNotFoundError:

@@ -35,7 +35,13 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWrite
 from pyspark.sql.types import StructType
 
 from floe.catalog.base import TableIdentifier, read_metadata
-from floe.catalog.config import CatalogConfig, load_catalog, load_catalogs, parse_table_arg
+from floe.catalog.config import (
+    STORAGE_PREFIXES,
+    CatalogConfig,
+    load_catalog,
+    load_catalogs,
+    parse_table_arg,
+)
 from floe.errors import ValidationError
 from floe.io import FileIO
 from floe.metadata import TableMetadata
@@ -99,13 +105,16 @@ class Options:
 
 @dataclass(frozen=True)
 class TableRef:
-    """Which table an operation is on, in a form every Spark process can open: a path, or a
-    catalog's configuration and the identifier in it."""
+    """Which table an operation is on, in a form every Spark process can open: a path (with
+    the storage properties to reach it: ``s3.*``, ``gcs.*``, ``adls.*`` options), or a
+    catalog's configuration (its storage properties in it) and the identifier in it. Spark's
+    JVM reads and writes no table file: the Python side does, with floe's FileIO."""
 
     name: str
     path: str | None = None
     catalog: CatalogConfig | None = None
     identifier: TableIdentifier | None = None
+    properties: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_options(cls, options: Options) -> TableRef:
@@ -119,6 +128,10 @@ class TableRef:
             raise ValidationError(
                 "no table given: use .option('table', ...) or .load(TABLE) with a table "
                 "directory or CATALOG:namespace.table")
+        storage = tuple(sorted((k, v) for k, v in options.raw.items()
+                               if k.startswith(STORAGE_PREFIXES)))
+        if storage and parse_table_arg(name) is None:
+            return cls(name, path=name, properties=storage)
         raw_config = options.get(CATALOG_CONFIG)
         if raw_config is not None:
             parsed = parse_table_arg(name)
@@ -155,7 +168,7 @@ class TableRef:
         if self.catalog is None:
             from floe.catalog.filesystem import resolve_metadata_location
 
-            io = FileIO()
+            io = FileIO(dict(self.properties))
             assert self.path is not None
             location = resolve_metadata_location(io, self.path)
             return io, location, metadata_at(io, location)
@@ -172,7 +185,7 @@ class TableRef:
             if self.path.endswith(".json"):
                 raise ValidationError(f"{self.path} is a metadata file: give the table "
                                       "directory (or CATALOG:namespace.table) to write")
-            yield directory_table(self.path, FileIO())
+            yield directory_table(self.path, FileIO(dict(self.properties)))
             return
         assert self.identifier is not None
         catalog = self.catalog.create()

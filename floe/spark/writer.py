@@ -48,7 +48,7 @@ from pyspark.sql.types import StructType
 
 from floe import expressions as ex
 from floe.errors import FloeError, ValidationError
-from floe.io import FileIO, local_path
+from floe.io import FileIO, is_local, local_path
 from floe.io.parquet import schema_to_arrow, write_parquet
 from floe.manifest import DataFile
 from floe.metadata import TableMetadata
@@ -270,12 +270,14 @@ def task_attempt_id() -> int:
     return ctx.taskAttemptId() if ctx is not None else uuid.uuid4().int % 10 ** 9
 
 
-def files_of(directory: str, write_id: str) -> list[str]:
-    """Every file under ``directory`` (a local path or ``file:`` URI) whose name holds
-    ``write_id``, hidden temporary files of unfinished writes included."""
-    root = local_path(directory)
+def files_of(io: FileIO, directory: str, write_id: str) -> list[str]:
+    """Every file under ``directory`` whose name holds ``write_id`` (locally, hidden
+    temporary files of unfinished writes included)."""
+    if not is_local(directory):
+        return [f.location for f in io.list_info(directory)
+                if write_id in f.location.rsplit("/", 1)[-1]]
     out = []
-    for dirpath, _, names in os.walk(root):
+    for dirpath, _, names in os.walk(local_path(directory)):
         for name in names:
             if write_id in name:
                 out.append(os.path.join(dirpath, name))
@@ -291,8 +293,9 @@ def remove_files_of(io: FileIO, md: TableMetadata, write_id: str,
     for delay in ABORT_SWEEPS:
         if delay:
             time.sleep(delay)
-        paths |= set(files_of(data_dir(md), str(uuid.UUID(write_id))))
-        present = [p for p in paths if os.path.lexists(local_path(p))]
+        paths |= set(files_of(io, data_dir(md), str(uuid.UUID(write_id))))
+        present = [p for p in paths
+                   if (os.path.lexists(local_path(p)) if is_local(p) else io.exists(p))]
         remove_written(io, present)
         removed += len(present)
         paths = set()

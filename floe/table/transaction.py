@@ -405,6 +405,8 @@ class Transaction:
                 except CommitStateUnknown:
                     outcome_known = False
                     raise
+                except ValidationError:
+                    raise  # the catalog refused before publishing anything
                 except Exception:
                     outcome_known = False  # the swap failed in an unexpected way
                     raise

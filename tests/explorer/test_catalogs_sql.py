@@ -182,11 +182,11 @@ def test_a_sql_catalog_without_a_warehouse_reads_nothing(
     write_catalog_file(sql.config, f'[catalogs.{sql.name}]\ntype = "sql"\nuri = "{sql.uri}"\n',
                        settings)
     listed = _get(client, f"/api/catalogs/{sql.name}/namespaces/db/tables/").json()["results"]
-    assert "no local warehouse directory" in listed[0]["error"]
+    assert "has no warehouse" in listed[0]["error"]
     for url in (f"/catalogs/{sql.name}/namespaces/db/tables/events/",
                 f"/api/catalogs/{sql.name}/namespaces/db/tables/events/snapshots/"):
         response = client.get(url)
-        assert response.status_code == 422 and "no local warehouse directory" in \
+        assert response.status_code == 422 and "has no warehouse" in \
             html.unescape(response.content.decode())
 
 

@@ -80,8 +80,8 @@ def test_file_uris(io: FileIO, tmp_path: Path) -> None:
 
 
 def test_unsupported_schemes(io: FileIO) -> None:
-    with pytest.raises(ValidationError, match="s3"):
-        io.read("s3://bucket/key")
+    with pytest.raises(ValidationError, match="the 'hdfs' scheme is not supported"):
+        io.read("hdfs://namenode/key")
     with pytest.raises(ValidationError, match="remote host"):
         local_path("file://otherhost/a")
 

@@ -1,0 +1,163 @@
+"""FileIO on real object stores (SeaweedFS and moto, started by the session): every operation
+the local disk has, configured with PyIceberg's property names; create-only writes refused
+atomically; wrong credentials, an endpoint that does not answer and throttling; a write whose
+answer was lost told apart from one that did not happen."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from floe.errors import FloeError, NotFound, OutcomeUnknown, ValidationError
+from floe.io import FileIO
+from tests.faulty_proxy import FaultyProxy
+from tests.object_store import MotoS3, SeaweedFS
+
+pytestmark = pytest.mark.objectstore
+
+
+@pytest.fixture(params=["seaweedfs", "moto"])
+def server(request: pytest.FixtureRequest) -> Any:
+    return request.getfixturevalue("seaweedfs" if request.param == "seaweedfs" else "moto_s3")
+
+
+def _root(server: Any) -> str:
+    return f"s3://{server.bucket}/fileio-{uuid.uuid4().hex[:8]}"
+
+
+def test_every_operation_on_an_object_store(server: Any) -> None:
+    io = FileIO(server.s3_properties())
+    root = _root(server)
+    io.write(f"{root}/a/one.bin", b"0123456789")
+    io.write(f"{root}/a/b/two.bin", b"xy")
+    io.write(f"{root}/three.bin", b"")
+    assert io.read(f"{root}/a/one.bin") == b"0123456789"
+    assert io.read_range(f"{root}/a/one.bin", 3, 4) == b"3456"
+    with io.open(f"{root}/a/one.bin") as f:
+        f.seek(8)
+        assert f.read() == b"89"
+    assert io.size(f"{root}/a/one.bin") == 10
+    info = io.info(f"{root}/a/b/two.bin")
+    assert info is not None and info.size == 2 and info.modified_ms and info.version
+    assert io.list(root) == [f"{root}/a/b/two.bin", f"{root}/a/one.bin", f"{root}/three.bin"]
+    assert [(f.location, f.size) for f in io.list_info(f"{root}/a")] == [
+        (f"{root}/a/b/two.bin", 2), (f"{root}/a/one.bin", 10)]
+    assert io.list_dir(root) == ([f"{root}/a"], [f"{root}/three.bin"])
+    assert io.is_dir(f"{root}/a") and not io.is_dir(f"{root}/a/one.bin")
+    assert io.exists(f"{root}/a") and io.exists(f"{root}/three.bin")
+    assert not io.exists(f"{root}/nope")
+    assert list(io.read_many([f"{root}/three.bin", f"{root}/a/b/two.bin"])) == [b"", b"xy"]
+    io.write(f"{root}/three.bin", b"again", overwrite=True)
+    assert io.read(f"{root}/three.bin") == b"again"
+    io.delete(f"{root}/three.bin")
+    with pytest.raises(NotFound, match="three.bin"):
+        io.read(f"{root}/three.bin")
+    with pytest.raises(NotFound, match="three.bin"):
+        io.delete(f"{root}/three.bin")
+    io.delete(f"{root}/three.bin", missing_ok=True)
+    assert io.delete_many([f"{root}/a/one.bin", f"{root}/a/b/two.bin", f"{root}/gone"]) == []
+    assert io.list(root) == []
+
+
+def test_a_create_only_write_is_refused_when_the_object_exists(server: Any) -> None:
+    io = FileIO(server.s3_properties())
+    path = f"{_root(server)}/metadata/v2.metadata.json"
+    assert io.exclusive_create(path)
+    io.write(path, b"first")
+    with pytest.raises(FileExistsError):
+        io.write(path, b"second")
+    assert io.read(path) == b"first"
+    assert [p for p in io.list(path.rsplit("/", 1)[0]) if "probe" in p] == []  # cleaned up
+
+
+def test_s3a_and_s3n_are_the_same_store(seaweedfs: SeaweedFS) -> None:
+    io = FileIO(seaweedfs.s3_properties())
+    root = _root(seaweedfs)
+    io.write(f"{root}/x", b"1")
+    assert io.read(root.replace("s3://", "s3a://") + "/x") == b"1"
+    assert io.list(root.replace("s3://", "s3n://")) == [root.replace("s3://", "s3n://") + "/x"]
+
+
+def test_wrong_credentials_are_one_clear_error_without_the_secret(
+        seaweedfs: SeaweedFS) -> None:
+    secret = "not-the-secret-" + uuid.uuid4().hex
+    io = FileIO({**seaweedfs.s3_properties(), "s3.secret-access-key": secret})
+    for call in (lambda: io.read(f"s3://{seaweedfs.bucket}/x"),
+                 lambda: io.write(f"s3://{seaweedfs.bucket}/x", b"1", overwrite=True),
+                 lambda: io.write(f"s3://{seaweedfs.bucket}/y", b"1"),  # create-only
+                 lambda: io.list(f"s3://{seaweedfs.bucket}/")):
+        with pytest.raises(FloeError) as info:
+            call()
+        message = str(info.value)
+        assert seaweedfs.bucket in message and "\n" not in message
+        assert "credentials" in message or "access denied" in message, message
+        assert secret not in message
+
+
+def test_an_endpoint_that_does_not_answer_fails_in_bounded_time(seaweedfs: SeaweedFS) -> None:
+    seaweedfs.pause()  # accepts connections, answers nothing
+    try:
+        io = FileIO({**seaweedfs.s3_properties(), "s3.request-timeout": "0.5",
+                     "s3.connect-timeout": "0.5"})
+        with pytest.raises(FloeError, match=seaweedfs.bucket):
+            io.read(f"s3://{seaweedfs.bucket}/anything")
+    finally:
+        seaweedfs.resume()
+
+
+def test_a_refused_connection_is_a_floe_error() -> None:
+    io = FileIO({"s3.endpoint": "http://127.0.0.1:9", "s3.access-key-id": "k",
+                 "s3.secret-access-key": "s", "s3.connect-timeout": "0.5"})
+    with pytest.raises(FloeError, match="s3://bucket/key"):
+        io.read("s3://bucket/key")
+
+
+def test_throttling_is_retried(moto_s3: MotoS3) -> None:
+    with FaultyProxy(moto_s3.endpoint) as proxy:
+        io = FileIO({**moto_s3.s3_properties(), "s3.endpoint": proxy.url})
+        path = f"{_root(moto_s3)}/throttled"
+        io.write(path, b"ok", overwrite=True)
+        proxy.throttle(2, method="GET")
+        assert io.read(path) == b"ok"
+        assert [s for m, _, s in proxy.requests("GET")] == [503, 503, 200]
+
+
+def test_a_create_whose_answer_was_lost_is_known_by_what_is_there(moto_s3: MotoS3) -> None:
+    """The PUT happened but its answer was dropped: the bytes there are ours, so the write
+    succeeded (a retried conditional PUT would have answered 412: a lost race)."""
+    with FaultyProxy(moto_s3.endpoint) as proxy:
+        io = FileIO({**moto_s3.s3_properties(), "s3.endpoint": proxy.url})
+        path = f"{_root(moto_s3)}/v3.metadata.json"
+        io.exclusive_create(path)  # the probe first, outside the fault
+        proxy.lose_answer(method="PUT")
+        io.write(path, b"ours")
+        assert io.read(path) == b"ours"
+        assert [s for m, _, s in proxy.requests("PUT")][-1:] == [200]
+        # someone else's bytes there: a lost race, not ours
+        other = f"{_root(moto_s3)}/v4.metadata.json"
+        FileIO(moto_s3.s3_properties()).write(other, b"theirs")
+        proxy.lose_answer(method="PUT")
+        with pytest.raises(FileExistsError):
+            io.write(other, b"ours")
+
+
+def test_a_create_that_never_arrived_is_an_unknown_outcome(moto_s3: MotoS3) -> None:
+    """Every PUT answered 503 and not retried (a create-only write is sent once): nothing is
+    there, and nobody can tell whether a late copy of the request lands: OutcomeUnknown."""
+    with FaultyProxy(moto_s3.endpoint) as proxy:
+        io = FileIO({**moto_s3.s3_properties(), "s3.endpoint": proxy.url})
+        path = f"{_root(moto_s3)}/v5.metadata.json"
+        io.exclusive_create(path)
+        proxy.throttle(1, method="PUT")
+        with pytest.raises(OutcomeUnknown, match="v5.metadata.json"):
+            io.write(path, b"ours")
+        assert len(proxy.requests("PUT")) == 3  # the probe's two, then the one refused
+
+
+def test_bad_properties_name_the_property() -> None:
+    with pytest.raises(ValidationError, match="s3.connect-timeout"):
+        FileIO({"s3.connect-timeout": "soon"}).read("s3://b/k")
+    with pytest.raises(ValidationError, match="s3.path-style-access"):
+        FileIO({"s3.path-style-access": "maybe"}).read("s3://b/k")
