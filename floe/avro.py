@@ -446,7 +446,7 @@ def compile_decoder(schema: Any, lazy: frozenset[str] = frozenset()) -> Callable
     fn = namespace["decode"]
     if len(_DECODERS) < 256:
         _DECODERS[key] = fn
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 # -- container files ------------------------------------------------------------------------
@@ -527,7 +527,7 @@ def decompress_block(codec: str, data: bytes) -> bytes:
 
         reader = BLOCK_READERS.get(codec)
         if reader is not None:
-            return reader(io.BytesIO(data)).getvalue()  # type: ignore[no-any-return]
+            return reader(io.BytesIO(data)).getvalue()
     raise AvroCorrupt(f"unsupported Avro codec {codec!r}")
 
 

@@ -97,5 +97,5 @@ def sequence_eq(a: Sequence[Any], b: object) -> bool:
     """``a == b`` for a sequence that reads like a list: equal to any list, tuple or sequence
     with the same items in the same order."""
     if not isinstance(b, Sequence) or isinstance(b, (str, bytes)):
-        return NotImplemented  # type: ignore[no-any-return]
+        return NotImplemented
     return len(a) == len(b) and list(a) == list(b)

@@ -85,8 +85,8 @@ def live_rows(io: Any, md: TableMetadata, snapshot: Snapshot | None = None, *,
     delete_files = _summary_int(snap, "total-delete-files")
     pos = _summary_int(snap, "total-position-deletes")
     eq = _summary_int(snap, "total-equality-deletes")
-    known = dict(records=records, delete_files=delete_files, position_deletes=pos,
-                 equality_deletes=eq)
+    known: dict[str, Any] = dict(records=records, delete_files=delete_files,
+                                 position_deletes=pos, equality_deletes=eq)
     if records is None:
         return LiveRows(UNKNOWN, None, None, None, **known)
     if delete_files == 0 or (delete_files is None and pos == 0 and eq == 0):

@@ -14,7 +14,7 @@ import gzip
 import json
 import uuid
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -583,7 +583,7 @@ def check_history_order(md: TableMetadata) -> None:
 
 
 def _check_log_order(md: TableMetadata,
-                     entries: tuple[SnapshotLogEntry, ...] | tuple[MetadataLogEntry, ...],
+                     entries: Sequence[SnapshotLogEntry | MetadataLogEntry],
                      what: str) -> None:
     for earlier, later in zip(entries, entries[1:]):
         if later.timestamp_ms - earlier.timestamp_ms < -HISTORY_TOLERANCE_MS:

@@ -67,8 +67,9 @@ if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" -eq 0 ]; then
 fi
 export FLOE_REQUIRE_BROWSER=1
 
-# Lint the metadata core first: a few seconds, and a failure names the line.
+# Lint and type-check the metadata core first: seconds, and a failure names the line.
 "$PY" -m ruff check floe/
+"$PY" -m mypy
 
 mkdir -p test-artifacts
 set +e

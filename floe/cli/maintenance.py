@@ -278,7 +278,8 @@ def register(subparsers: Any) -> None:
                        help="list what a real run would delete or rewrite; change nothing")
         p.add_argument("--json", action="store_true", help="one JSON document on stdout")
         p.set_defaults(func=func)
-        return p
+        parser: argparse.ArgumentParser = p
+        return parser
 
     p = command("expire", cmd_expire,
                 "expire old snapshots and delete the files only they reached")

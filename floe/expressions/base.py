@@ -237,11 +237,13 @@ def map_leaves(expr: BooleanExpression, fn: Callable[[BooleanExpression], Boolea
     frames = []
 
     def chain(e: And | Or) -> list[BooleanExpression]:
-        op, out, todo = type(e), [], [e]
+        op = type(e)
+        out: list[BooleanExpression] = []
+        todo: list[BooleanExpression] = [e]
         while todo:
             x = todo.pop()
-            if type(x) is op:
-                todo += (x.right, x.left)  # type: ignore[attr-defined]
+            if isinstance(x, (And, Or)) and type(x) is op:
+                todo += (x.right, x.left)
             else:
                 out.append(x)
         return out[::-1]  # popped right to left: reversed for the stack below
@@ -450,7 +452,7 @@ class UnaryPredicate(Predicate):
         return self._negation(self.term)
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.term == self.term  # type: ignore[attr-defined]
+        return type(other) is type(self) and other.term == self.term
 
     def __hash__(self) -> int:
         return hash((self.op, self.term))
@@ -511,8 +513,8 @@ class LiteralPredicate(Predicate):
     def __eq__(self, other: object) -> bool:
         return (
             type(other) is type(self)
-            and other.term == self.term  # type: ignore[attr-defined]
-            and other.literal == self.literal  # type: ignore[attr-defined]
+            and other.term == self.term
+            and other.literal == self.literal
         )
 
     def __hash__(self) -> int:
@@ -601,8 +603,8 @@ class SetPredicate(Predicate):
     def __eq__(self, other: object) -> bool:
         return (
             type(other) is type(self)
-            and other.term == self.term  # type: ignore[attr-defined]
-            and other.literals == self.literals  # type: ignore[attr-defined]
+            and other.term == self.term
+            and other.literals == self.literals
         )
 
     def __hash__(self) -> int:
@@ -738,7 +740,7 @@ class _Binder:
         if isinstance(pred, SetPredicate):
             lits = [self.convert(pred, lit, ref) for lit in pred.ordered]
             kept = [lit for lit in lits if not isinstance(lit, (AboveMax, BelowMin))]
-            return type(pred)(ref, kept)
+            return In(ref, kept) if isinstance(pred, In) else NotIn(ref, kept)
         raise FilterInvalid(f"cannot bind {pred!r}")
 
     def convert(self, pred: Predicate, lit: Literal, ref: BoundReference) -> Literal:

@@ -419,6 +419,8 @@ _INTS = (IntegerType, LongType)
 _TS = (TimestampType, TimestamptzType)
 _TS_NS = (TimestampNanoType, TimestamptzNanoType)
 _CONVERSIONS: dict[tuple[type, type], Conv] = {}
+_src: type
+_t: type
 for _src in _INTS:
     _CONVERSIONS[(_src, IntegerType)] = _to_int
     _CONVERSIONS[(_src, LongType)] = _to_long

@@ -102,7 +102,7 @@ def _rename(pred: Predicate, name: str) -> BooleanExpression:
     if isinstance(pred, UnaryPredicate):
         return type(pred)(ref)
     if isinstance(pred, SetPredicate):
-        return type(pred)(ref, pred.ordered)
+        return In(ref, pred.ordered) if isinstance(pred, In) else NotIn(ref, pred.ordered)
     assert isinstance(pred, LiteralPredicate)
     return type(pred)(ref, pred.literal)
 

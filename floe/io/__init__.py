@@ -14,6 +14,7 @@ reads (the explorer's warehouse) overrides that one method.
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from collections import deque
@@ -167,7 +168,7 @@ class FileIO:
     def is_dir(self, location: str) -> bool:
         return self.store(location).is_dir(location)
 
-    def list(self, prefix: str) -> list[str]:
+    def list(self, prefix: str) -> builtins.list[str]:
         """Every file under a directory (recursively), sorted; [] when there is none."""
         return [f.location for f in self.store(prefix).list(prefix)]
 
@@ -175,7 +176,7 @@ class FileIO:
         """:meth:`list` with each file's size and modification time."""
         return self.store(prefix).list(prefix)
 
-    def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+    def list_dir(self, prefix: str) -> tuple[builtins.list[str], builtins.list[str]]:
         """The directories and files directly under ``prefix``, sorted."""
         return self.store(prefix).list_dir(prefix)
 
@@ -202,15 +203,15 @@ class FileIO:
         self.guard(location)
         self.store(location).delete(location, missing_ok)
 
-    def delete_many(self, locations: Iterable[str]) -> list[tuple[str, Exception]]:
+    def delete_many(self, locations: Iterable[str]) -> builtins.list[tuple[str, Exception]]:
         """Delete files (missing ones are fine) in the store's batches; returns the ones
         that could not be deleted, with why."""
-        by_store: dict[int, tuple[Store, list[str]]] = {}
+        by_store: dict[int, tuple[Store, builtins.list[str]]] = {}
         for location in locations:
             self.guard(location)
             store = self.store(location)
             by_store.setdefault(id(store), (store, []))[1].append(location)
-        failed: list[tuple[str, Exception]] = []
+        failed: builtins.list[tuple[str, Exception]] = []
         for store, batch in by_store.values():
             failed += store.delete_many(batch)
         return failed

@@ -8,6 +8,7 @@ rename without replace" the spec's file-system tables rely on (spec "File System
 
 from __future__ import annotations
 
+import builtins
 import errno
 import os
 import uuid
@@ -127,7 +128,7 @@ class LocalStore(Store):
         if not os.path.isdir(root):
             return
         base = prefix.rstrip("/")
-        found: list[FileInfo] = []
+        found: builtins.list[FileInfo] = []
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames.sort()
             rel_dir = os.path.relpath(dirpath, root)
@@ -143,14 +144,15 @@ class LocalStore(Store):
                                       str(st.st_mtime_ns)))
         yield from sorted(found, key=lambda f: f.location)
 
-    def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+    def list_dir(self, prefix: str) -> tuple[builtins.list[str], builtins.list[str]]:
         root = local_path(prefix)
         try:
             names = sorted(os.listdir(root))
         except (FileNotFoundError, NotADirectoryError):
             return [], []
         base = prefix.rstrip("/")
-        dirs, files = [], []
+        dirs: builtins.list[str] = []
+        files: builtins.list[str] = []
         for n in names:
             (dirs if os.path.isdir(os.path.join(root, n)) else files).append(f"{base}/{n}")
         return dirs, files

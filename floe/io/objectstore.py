@@ -17,6 +17,7 @@ conditional PUT that had succeeded would answer 412 and look like a lost race.
 
 from __future__ import annotations
 
+import builtins
 import configparser
 import io
 import os
@@ -26,10 +27,13 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from floe.errors import FloeError, NotFound, OutcomeUnknown, ValidationError
 from floe.io.store import FileInfo, Store
+
+if TYPE_CHECKING:
+    from obstore.store import AzureConfig, ClientConfig, GCSConfig, RetryConfig, S3Config
 
 __all__ = ["ObjectStore", "parse_location", "S3_SCHEMES", "GCS_SCHEMES", "AZURE_SCHEMES"]
 
@@ -226,22 +230,25 @@ class ObjectStore(Store):
             return client
         from obstore.store import AzureStore, GCSStore, S3Store
 
-        retry = {"max_retries": MAX_RETRIES if retries else 0,
+        retry: RetryConfig = {"max_retries": MAX_RETRIES if retries else 0,
                  "backoff": {"init_backoff": timedelta(milliseconds=100),
                              "max_backoff": timedelta(seconds=5), "base": 2.0},
                  "retry_timeout": timedelta(seconds=60)}
         try:
             if self.kind == "s3":
                 config, opts = s3_config(self.properties)
-                client = S3Store(loc.bucket, config=config, client_options=opts,
-                                 retry_config=retry)
+                client = S3Store(loc.bucket, config=cast("S3Config", config),
+                                 client_options=cast("ClientConfig", opts), retry_config=retry)
             elif self.kind == "gcs":
                 config, opts, provider = gcs_config(self.properties)
-                client = GCSStore(loc.bucket, config=config, client_options=opts,
-                                  retry_config=retry, credential_provider=provider)
+                client = GCSStore(loc.bucket, config=cast("GCSConfig", config),
+                                  client_options=cast("ClientConfig", opts), retry_config=retry,
+                                  credential_provider=provider)
             else:
                 config, opts = azure_config(self.properties, loc)
-                client = AzureStore(config=config, client_options=opts, retry_config=retry)
+                client = AzureStore(config=cast("AzureConfig", config),
+                                    client_options=cast("ClientConfig", opts),
+                                    retry_config=retry)
         except ValidationError:
             raise
         except Exception as exc:  # obstore's configuration errors
@@ -396,7 +403,8 @@ class ObjectStore(Store):
         except Exception as exc:
             raise _error(exc, prefix) from None
 
-    def list_dir(self, prefix: str, limit: int | None = None) -> tuple[list[str], list[str]]:
+    def list_dir(self, prefix: str, limit: int | None = None
+                 ) -> tuple[builtins.list[str], builtins.list[str]]:
         import obstore
 
         loc = parse_location(prefix.rstrip("/") + "/")

@@ -122,14 +122,16 @@ def _codec(kind: int, chunk: bytes, block_size: int) -> bytes:
         return zlib.decompress(chunk, -15)
     if kind == 2:  # SNAPPY: the raw format starts with the uncompressed length
         size, _ = _varint(chunk, 0)
-        return pa.Codec("snappy").decompress(chunk, decompressed_size=size).to_pybytes()
+        data: bytes = pa.Codec("snappy").decompress(chunk, decompressed_size=size).to_pybytes()
+        return data
     if kind == 5:  # ZSTD
         import zstandard
 
         return zstandard.ZstdDecompressor().decompress(chunk, max_output_size=block_size)
     if kind == 4:  # LZ4: the raw block format, at most one compression block
         out = pa.Codec("lz4_raw").decompress(chunk, decompressed_size=block_size)
-        return out.to_pybytes()
+        raw: bytes = out.to_pybytes()
+        return raw
     raise ValueError(f"unsupported ORC compression kind {kind}")
 
 

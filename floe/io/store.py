@@ -8,6 +8,7 @@ naming the location for the rest (never a credential).
 
 from __future__ import annotations
 
+import builtins
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -72,5 +73,5 @@ class Store(ABC):
         """Every file under the directory ``prefix``, recursively, sorted by location."""
 
     @abstractmethod
-    def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+    def list_dir(self, prefix: str) -> tuple[builtins.list[str], builtins.list[str]]:
         """The directories and the files directly under ``prefix`` (locations, sorted)."""

@@ -50,7 +50,7 @@ from floe.maintenance.compaction_plan import (
 from floe.manifest import DataFile
 from floe.metadata import TableMetadata
 from floe.properties import TARGET_FILE_SIZE
-from floe.scan.planning import FileScanTask, ScanPlan
+from floe.scan.planning import FileScanTask, ScanPlan, TaskList
 from floe.schema import Schema
 from floe.snapshots import Operation, Snapshot
 from floe.sorting import NullOrder, SortDirection, SortOrder
@@ -150,7 +150,7 @@ def group_scan(md: TableMetadata, snapshot_id: int | None, tasks: Sequence[FileS
     all its deletes applied (no residual: whole files are rewritten, Java's
     ``ignoreResiduals``)."""
     snapshot = md.snapshot_by_id(snapshot_id) if snapshot_id is not None else None
-    return ScanPlan(md, snapshot, md.schema(), None, tasks=list(tasks),
+    return ScanPlan(md, snapshot, md.schema(), None, tasks=TaskList(tasks),
                     case_sensitive=case_sensitive)
 
 

@@ -24,7 +24,7 @@ import functools
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -42,7 +42,7 @@ from floe.scan.manifests import read_entries
 from floe.metadata import TableMetadata
 from floe.schema import Schema
 from floe.snapshots import PartitionStatisticsFile, Snapshot
-from floe.types import INT, LONG, NestedField, StructType
+from floe.types import INT, LONG, NestedField, PrimitiveType, StructType
 
 if TYPE_CHECKING:
     from floe.table.table import Table
@@ -157,7 +157,8 @@ class PartitionStatsRow:
     def to_json(self, partition_type: StructType) -> dict[str, Any]:
         from floe import conversions
 
-        part = {f.name: (None if v is None else conversions.to_json_value(f.field_type, v))
+        part = {f.name: (None if v is None else conversions.to_json_value(
+                    cast(PrimitiveType, f.field_type), v))  # partition values are primitive
                 for f, v in zip(partition_type.fields, self.partition, strict=True)}
         return {"partition": part, "spec_id": self.spec_id,
                 **{n: getattr(self, n) for n in (*COUNTERS, "total_record_count",

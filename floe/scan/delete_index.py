@@ -251,7 +251,7 @@ def _column_may_overlap(t: PrimitiveType, fid: int, delete: DataFile, data: Data
         return True
     data_lo, data_hi, del_lo, del_hi = bounds
     try:
-        return not (del_hi < data_lo or data_hi < del_lo)  # type: ignore[operator]
+        return not (del_hi < data_lo or data_hi < del_lo)
     except TypeError:
         return True
 

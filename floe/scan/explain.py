@@ -51,7 +51,7 @@ class Funnel:
     tasks: int = 0
 
     def to_json(self) -> dict[str, int]:
-        return {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+        return {k: getattr(self, k) for k in self.__slots__}
 
 
 @dataclass(slots=True)
@@ -113,6 +113,11 @@ class ManifestDecision:
     stage: str | None
     reason: str
     files: Sequence[FileDecision] = field(default_factory=list)
+
+    def add(self, decision: FileDecision) -> None:
+        """One more file decided one by one (a manifest kept whole has KeptFiles instead)."""
+        assert isinstance(self.files, list)
+        self.files.append(decision)
 
     def to_json(self) -> dict[str, Any]:
         files = self.files

@@ -58,7 +58,7 @@ class ScanFilter:
         self._specs: dict[int, SpecFilter] = {}
 
     def for_spec(self, spec_id: int) -> Any:
-        got = self._specs.get(spec_id)
+        got: Any = self._specs.get(spec_id)
         if got is None:
             if self.bound is None:
                 got = SpecFilter()

@@ -58,7 +58,7 @@ from floe.metadata import TableMetadata
 from floe.scan.delete_index import DeleteFile, DeleteFileIndex
 from floe.scan.filters import ScanFilter
 from floe.scan.manifests import DEFAULT_CACHE, read_live_entries
-from floe.scan.planning import FileScanTask, ScanPlan
+from floe.scan.planning import FileScanTask, ScanPlan, TaskList
 from floe.snapshots import Operation, Snapshot
 from floe.scan.history import entries_added_by, snapshots_since
 
@@ -378,7 +378,7 @@ def _changelog_batches(io: Any, md: TableMetadata, changes: Iterator[SnapshotCha
     schema = md.schema()
 
     def plan(c: SnapshotChanges, tasks: tuple[FileScanTask, ...]) -> ScanPlan:
-        return ScanPlan(md, c.snapshot, schema, None, tasks=list(tasks),
+        return ScanPlan(md, c.snapshot, schema, None, tasks=TaskList(tasks),
                         case_sensitive=case_sensitive)
 
     def tagged(batches: Iterable[pa.RecordBatch], kind: str, c: SnapshotChanges

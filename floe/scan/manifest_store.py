@@ -369,14 +369,14 @@ def _raw_map(m: Any, encode: Any) -> bytes | None:
     if m is None:
         return None
     raw = m.raw if isinstance(m, LazyMap) else None
-    return raw if raw is not None else encode(m)  # type: ignore[no-any-return]
+    return raw if raw is not None else encode(m)
 
 
 def wire(e: ManifestEntry) -> tuple[Any, ...]:
     """An entry as a flat tuple of plain values in :data:`_NAMES` order (no enums, stats maps
     as their Avro bytes): what the cache stores and what worker processes send (it pickles
     fast). :func:`unwire` reads it back."""
-    values = list(e.data_file)
+    values: list[Any] = list(e.data_file)
     values[_CONTENT_POS] = int(values[_CONTENT_POS])
     values[_FORMAT_POS] = str(values[_FORMAT_POS])
     for i in _COUNT_FIELDS:

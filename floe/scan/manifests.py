@@ -28,7 +28,7 @@ import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
-from typing import Any
+from typing import Any, cast
 
 from floe.cache import LRUCache
 from floe.io import is_local
@@ -121,7 +121,9 @@ def shutdown_pool() -> None:
 
 def _stored(manifest: ManifestFile) -> list[ManifestEntry] | None:
     store = manifest_store()
-    return store.get(manifest) if store is not None else None
+    got = store.get(manifest) if store is not None else None
+    # a StoredEntries: read like a list by every caller (floe.bulk.LazyList)
+    return cast("list[ManifestEntry] | None", got)
 
 
 def _decode(io: Any, manifest: ManifestFile) -> list[ManifestEntry]:

@@ -402,7 +402,7 @@ class _Planner:
                 self.funnel.delete_files_total += 1
                 ok, reason = spec_filter.partition(e.data_file)
                 if mdec is not None:
-                    mdec.files.append(FileDecision(
+                    mdec.add(FileDecision(
                         e.data_file.file_path, _content_name(e.data_file), ok,
                         None if ok else "partition", reason))
                 if ok:
@@ -416,7 +416,7 @@ class _Planner:
             got = TaskBlock(live, m.partition_spec_id)
             if self.cache is not None:
                 self.cache.put_derived(m.manifest_path, key, got)
-        return got  # type: ignore[no-any-return]
+        return got
 
     def _data(self, manifests: Sequence[ManifestFile], index: DeleteFileIndex) -> None:
         tasks = self.plan.tasks
@@ -481,7 +481,7 @@ class _Planner:
                                            reason, residual=residual)
                         if ok and has_deletes:
                             dec.delete_files = index.explain_for(df, seq, spec_id)
-                        mdec.files.append(dec)
+                        mdec.add(dec)
                     if ok:
                         append(FileScanTask(df, deletes, residual, spec_id, seq))
                 funnel.tasks += len(tasks)

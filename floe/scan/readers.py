@@ -92,9 +92,9 @@ def _apply_mapping(fields: Iterable[pa.Field],
             by_name[n] = m
     out = []
     for f in fields:
-        m = by_name.get(f.name)
-        fid = m.field_id if m else None
-        sub = (m.fields if m else None) or ()
+        mapped = by_name.get(f.name)
+        fid = mapped.field_id if mapped else None
+        sub = (mapped.fields if mapped else None) or ()
         t = f.type
         if pa.types.is_struct(t):
             t = pa.struct(_apply_mapping(list(t), sub))

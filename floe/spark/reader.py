@@ -52,7 +52,7 @@ from floe.manifest import DataFile
 from floe.metadata import TableMetadata
 from floe.properties import SPLIT_SIZE, SPLIT_SIZE_DEFAULT, int_property
 from floe.scan.incremental import plan_appends
-from floe.scan.planning import FileScanTask, ScanPlan, plan_files, select_snapshot
+from floe.scan.planning import FileScanTask, ScanPlan, TaskList, plan_files, select_snapshot
 from floe.schema import Schema
 from floe.spark.source import Options, TableRef, metadata_at
 from floe.spark.types import ReadConverter, check_read_schema
@@ -367,7 +367,7 @@ class FloeReader(DataSourceReader):
         md = metadata_at(self.io, self.location)
         snapshot = (md.snapshot_by_id(partition.snapshot_id)
                     if partition.snapshot_id is not None else None)
-        plan = ScanPlan(md, snapshot, self.schema, None, tasks=list(partition.tasks),
+        plan = ScanPlan(md, snapshot, self.schema, None, tasks=TaskList(partition.tasks),
                         case_sensitive=self.case_sensitive)
         convert = ReadConverter(self.schema, self.spark_schema)
         for batch in read_plan(self.io, plan, self.columns, self.batch_size, threads=1):

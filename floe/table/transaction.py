@@ -114,7 +114,7 @@ class RetryPolicy:
         ``Tasks``: ``min(min_wait * 2^(n-1), max_wait)`` plus up to 10% jitter)."""
         if failed_attempts > self.num_retries:
             return None
-        delay = min(self.min_wait_ms * 2 ** (failed_attempts - 1), self.max_wait_ms)
+        delay: float = min(self.min_wait_ms * 2 ** (failed_attempts - 1), self.max_wait_ms)
         delay += random.uniform(0, 0.1 * delay)
         if elapsed_ms + delay > self.total_timeout_ms:
             return None
