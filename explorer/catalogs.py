@@ -196,7 +196,10 @@ class CatalogInfo:
 
     @property
     def exists(self) -> bool:
-        """Whether the warehouse directory exists (a file-system catalog without it is empty)."""
+        """Whether the warehouse directory exists (a file-system catalog without it is empty);
+        a warehouse in a bucket is taken to (its listing says what is there)."""
+        if self.warehouse and not is_local(self.warehouse):
+            return True
         root = _real_root(self.warehouse)
         return root is not None and os.path.isdir(root)
 
