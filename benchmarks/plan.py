@@ -24,8 +24,15 @@ manifest cache off, so "cold" is the first decode — and from its persistent ca
 manifests (floe.scan.manifest_store), filled by an earlier process: what every later CLI run,
 web worker or task sees. The whole-process table times ``floe plan --json`` the same ways.
 
+``--store s3`` (issue 20): the same tables uploaded to a local S3 server (SeaweedFS, started
+here from the tests' harness, on loopback), and ``floe plan --json`` on them beside the local
+table, both cold (no persistent manifest cache), and PyIceberg planning the S3 table; one more
+run goes through a counting proxy for the requests and bytes a plan needs. floe reaches S3
+with the standard AWS environment (``AWS_ENDPOINT_URL``, keys, ``AWS_ALLOW_HTTP``), PyIceberg
+with its ``s3.*`` properties.
+
 Usage: ``python benchmarks/plan.py [--files 100000,1000000] [--per-manifest 5000]
-[--dir DIR] [--no-pyiceberg]``.
+[--dir DIR] [--no-pyiceberg] [--store local|s3] [--runs 3]``.
 """
 
 from __future__ import annotations
@@ -245,15 +252,18 @@ def _child_pyiceberg(location: Path, kind: str, total: int) -> dict[str, Any]:
     return out
 
 
-def _child_pyiceberg_cli(location: Path, kind: str, total: int) -> None:
-    """What a user's script would do: plan with PyIceberg, print the tasks as JSON."""
+def _child_pyiceberg_cli(location: Path | str, kind: str, total: int) -> None:
+    """What a user's script would do: plan with PyIceberg, print the tasks as JSON (a table in
+    a bucket: ``FLOE_BENCH_S3`` holds its ``s3.*`` properties)."""
     from pyiceberg.expressions import AlwaysTrue, And, EqualTo
     from pyiceberg.table import StaticTable
 
     from floe.catalog.filesystem import resolve_metadata_location
     from floe.io import FileIO
 
-    table = StaticTable.from_metadata(resolve_metadata_location(FileIO(), str(location)))
+    props = json.loads(os.environ.get("FLOE_BENCH_S3", "{}"))
+    metadata = resolve_metadata_location(FileIO(props), str(location))
+    table = StaticTable.from_metadata(metadata, properties=props)
     row_filter: Any = AlwaysTrue()
     if kind == "point":
         id_, ts = _point(total)
@@ -320,6 +330,101 @@ def _run_child(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
+def upload_table(location: Path, io: Any, target: str) -> str:
+    """The table at ``location`` copied to ``target`` (a bucket prefix): manifests as they are
+    (the data files they name are fake anyway), the manifest list and the metadata rewritten
+    to name their new places. Returns the metadata file's location."""
+    from floe.catalog.filesystem import load_table_metadata
+    from floe.io import FileIO
+    from floe.manifest import ManifestListWriter, read_manifest_list
+    from floe.metadata import serialize_metadata
+
+    local = FileIO()
+    metadata_location, md = load_table_metadata(local, str(location))
+    snap = md.current_snapshot()
+    assert snap is not None and snap.manifest_list is not None
+    manifests = read_manifest_list(local, snap.manifest_list)
+    moved = []
+    for m in manifests:
+        new_path = f"{target}/metadata/{Path(m.manifest_path).name}"
+        io.write(new_path, local.read(m.manifest_path), overwrite=True)
+        moved.append(dataclasses.replace(m, manifest_path=new_path))
+    mlist = f"{target}/metadata/{Path(snap.manifest_list).name}"
+    ManifestListWriter(io, mlist, 2, snap.snapshot_id, None, sequence_number=1) \
+        .add_manifests(moved).close()
+    md = dataclasses.replace(md, location=target, snapshots=(
+        dataclasses.replace(snap, manifest_list=mlist),), metadata_log=())
+    out = f"{target}/metadata/{Path(metadata_location).name}"
+    io.write(out, serialize_metadata(md), overwrite=True)
+    io.write(f"{target}/metadata/version-hint.text",
+             Path(metadata_location).name[1:].split(".")[0].encode(), overwrite=True)
+    return out
+
+
+def s3_main(args: argparse.Namespace) -> None:
+    import statistics
+    import tempfile
+
+    from floe.io import FileIO
+    from tests.faulty_proxy import FaultyProxy
+    from tests.object_store import SeaweedFS
+
+    root = Path(args.dir)
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        server = SeaweedFS.create(Path(tmp) / "sw", Path(tmp))
+        server.start()
+        try:
+            props = server.s3_properties()
+            io = FileIO(props)
+
+            def env(endpoint: str) -> dict[str, str]:
+                return {**_env(None), "AWS_ENDPOINT_URL": endpoint, "AWS_ALLOW_HTTP": "true",
+                        "AWS_ACCESS_KEY_ID": server.access_key,
+                        "AWS_SECRET_ACCESS_KEY": server.secret_key,
+                        "AWS_REGION": server.region, "FLOE_BENCH_S3": json.dumps(props)}
+
+            rows = []
+            for total in (int(x) for x in args.files.split(",")):
+                location = ensure_table(root, total, args.per_manifest)
+                target = f"s3://{server.bucket}/{location.name}"
+                upload_table(location, io, target)
+                plan = [sys.executable, "-m", "floe.cli", "plan"]
+                runs: dict[str, list[float]] = {"local": [], "s3": [], "pyiceberg": []}
+                for _ in range(args.runs):
+                    for store, where in (("local", str(location)), ("s3", target)):
+                        res = _whole_process([*plan, where, "--json"], env(server.endpoint))
+                        if "error" in res:
+                            raise SystemExit(f"floe plan on {store}: {res['error']}")
+                        runs[store].append(res["wall"])
+                    if not args.no_pyiceberg:
+                        res = _whole_process([sys.executable, __file__, "--child",
+                                              "pyiceberg-cli", target, "full", str(total)],
+                                             env(server.endpoint))
+                        if "error" in res:
+                            raise SystemExit(f"pyiceberg on s3: {res['error']}")
+                        runs["pyiceberg"].append(res["wall"])
+                with FaultyProxy(server.endpoint) as proxy:
+                    _whole_process([*plan, target, "--json"], env(proxy.url))
+                    requests, sent = len(proxy.requests()), proxy.state.bytes_answered
+                rows.append((total, {k: statistics.median(v) for k, v in runs.items() if v},
+                             requests, sent))
+        finally:
+            server.stop()
+    print()
+    print(f"floe plan --json, whole process, cold (no persistent manifest cache), median of "
+          f"{args.runs}; S3 = SeaweedFS on loopback")
+    print(f"{'files':>9}  {'local s':>8}  {'S3 s':>8}  {'S3/local':>8}  {'PyIceberg S3 s':>14}  "
+          f"{'floe faster':>11}  {'requests':>8}  {'MB read':>8}")
+    for total, med, requests, sent in rows:
+        py = med.get("pyiceberg")
+        print(f"{total:>9,}  {med['local']:>8.2f}  {med['s3']:>8.2f}  "
+              f"{med['s3'] / med['local']:>8.2f}  "
+              f"{py if py is not None else float('nan'):>14.2f}  "
+              f"{(py / med['s3']) if py else float('nan'):>10.1f}x  {requests:>8}  "
+              f"{sent / 1e6:>8.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", default="100000,1000000")
@@ -327,11 +432,17 @@ def main() -> None:
     ap.add_argument("--dir", default=str(HERE / ".cache"))
     ap.add_argument("--no-pyiceberg", action="store_true")
     ap.add_argument("--child", nargs="+")
+    ap.add_argument("--store", choices=("local", "s3"), default="local")
+    ap.add_argument("--runs", type=int, default=3, help="--store s3: runs per measurement")
     args = ap.parse_args()
+    if args.store == "s3" and not args.child:
+        s3_main(args)
+        return
     if args.child:
         engine, location, kind, total, *rest = args.child
         if engine == "pyiceberg-cli":
-            _child_pyiceberg_cli(Path(location), kind, int(total))
+            _child_pyiceberg_cli(location if "://" in location else Path(location), kind,
+                                 int(total))
             return
         if engine == "floe":
             res = _child_floe(Path(location), kind, int(total), rest[0])

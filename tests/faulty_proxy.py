@@ -39,6 +39,7 @@ class _Rule:
 class _State:
     rules: list[_Rule] = field(default_factory=list)
     seen: list[tuple[str, str, int]] = field(default_factory=list)  # method, path, status
+    bytes_answered: int = 0  # body bytes sent back to the client
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def take(self, method: str, path: str) -> str | None:
@@ -95,6 +96,8 @@ class FaultyProxy:
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(data)
+                    with state.lock:
+                        state.bytes_answered += len(data)
                 conn.close()
 
             do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = do_PATCH = _any

@@ -135,8 +135,9 @@ def s3_config(props: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]]
     endpoint = props.get("s3.endpoint")
     if endpoint:
         config["endpoint"] = endpoint
-        if endpoint.startswith("http://"):
-            client["allow_http"] = True
+    endpoint = endpoint or os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT")
+    if endpoint and endpoint.startswith("http://"):
+        client["allow_http"] = True  # a local S3-compatible store
     for prop, key in (("s3.access-key-id", "access_key_id"),
                       ("s3.secret-access-key", "secret_access_key"),
                       ("s3.session-token", "token"), ("s3.region", "region"),
