@@ -371,6 +371,7 @@ def s3_main(args: argparse.Namespace) -> None:
 
     root = Path(args.dir)
     root.mkdir(parents=True, exist_ok=True)
+    (root / ".gitignore").write_text("*\n")  # generated tables never go into git
     with tempfile.TemporaryDirectory() as tmp:
         server = SeaweedFS.create(Path(tmp) / "sw", Path(tmp))
         server.start()
