@@ -139,3 +139,63 @@ def test_a_store_without_create_only_writes_is_read_but_never_committed_to(
         catalog.load_table("db.t").append(_rows(2, 2))
     assert table.io.list(table.location) == before  # nothing written, nothing left
     assert _ids(catalog.load_table("db.t")) == [0, 1]
+
+
+def _fs_table(server: Any, io: FileIO) -> Any:
+    catalog = FileSystemCatalog("lake", f"s3://{server.bucket}/faults-{uuid.uuid4().hex[:8]}",
+                                io)
+    catalog.create_namespace(("db",))
+    table = catalog.create_table("db.t", SCHEMA)
+    table.append(_rows(0, 2))
+    return catalog, table
+
+
+def test_a_commit_whose_answer_was_lost_is_committed_once(seaweedfs: SeaweedFS) -> None:
+    """The store wrote the next metadata file but its answer never came back: the commit
+    reads the file back, finds its own bytes, and is done (no retry that would append
+    twice)."""
+    from tests.faulty_proxy import FaultyProxy
+
+    with FaultyProxy(seaweedfs.endpoint) as proxy:
+        io = FileIO({**seaweedfs.s3_properties(), "s3.endpoint": proxy.url})
+        catalog, table = _fs_table(seaweedfs, io)
+        proxy.lose_answer(method="PUT", path_contains=".metadata.json")
+        txn = table.new_transaction().append(_rows(2, 2))
+        txn.commit()
+        assert txn.attempts == 1
+        assert _ids(catalog.load_table("db.t")) == [0, 1, 2, 3]
+
+
+def test_a_commit_with_an_unknown_outcome_deletes_nothing_and_a_rerun_finishes(
+        seaweedfs: SeaweedFS) -> None:
+    """The store answered the metadata PUT with 503 (a create-only write is not retried):
+    nothing is there to read back, so the outcome is unknown. The table is at its old state,
+    every file the attempt wrote is still there, and the next commit goes through."""
+    from floe.errors import CommitStateUnknown
+    from tests.faulty_proxy import FaultyProxy
+
+    with FaultyProxy(seaweedfs.endpoint) as proxy:
+        io = FileIO({**seaweedfs.s3_properties(), "s3.endpoint": proxy.url})
+        catalog, table = _fs_table(seaweedfs, io)
+        before = set(io.list(table.location))
+        proxy.throttle(1, method="PUT", path_contains=".metadata.json")
+        with pytest.raises(CommitStateUnknown, match="may or may not"):
+            table.append(_rows(2, 2))
+        written = set(io.list(table.location)) - before
+        assert any("/data/" in p for p in written) and any(p.endswith(".avro")
+                                                            for p in written)
+        assert _ids(catalog.load_table("db.t")) == [0, 1]
+        catalog.load_table("db.t").append(_rows(4, 2))
+        assert _ids(catalog.load_table("db.t")) == [0, 1, 4, 5]
+        assert written <= set(io.list(table.location))  # still nothing deleted
+
+
+def test_a_commit_survives_the_store_restarting_under_it(seaweedfs: SeaweedFS) -> None:
+    """Data files written, then the store restarts (its reads answer 500 for a while after):
+    the commit's reads retry, and it lands."""
+    io = FileIO(seaweedfs.s3_properties())
+    catalog, table = _fs_table(seaweedfs, io)
+    txn = table.new_transaction().append(_rows(2, 2))  # the data files are written now
+    seaweedfs.restart()
+    txn.commit()
+    assert _ids(catalog.load_table("db.t")) == [0, 1, 2, 3]
