@@ -51,6 +51,11 @@ class NotFound(FloeError, LookupError):
     """A table, snapshot, ref, schema or file that does not exist."""
 
 
+class CatalogUnavailable(FloeError):
+    """A catalog that cannot be used now: its database or server cannot be reached or
+    refuses the credentials. One line naming the catalog, never a secret."""
+
+
 class CommitConflict(FloeError):
     """Another writer changed the table first; the commit may be retried."""
 
