@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from floe.spark import _pickle
 from floe.spark.errors import SparkJobError, spark_errors
-from floe.spark.source import FORMAT, TableRef, options_of
+from floe.spark.source import FORMAT, Options, TableRef, options_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -136,11 +136,13 @@ def write(df: DataFrame, table: str | TableRef, *, mode: str = "append",
     if mode not in ("append", "overwrite"):
         raise _validation_error(f"unknown write mode {mode!r}: use append or overwrite")
     write_id = str(uuid.uuid4())
-    ref = table if isinstance(table, TableRef) else TableRef.resolve(table)
+    spark_options = options_of(table, {**options, "write_id": write_id})
+    # the table as the writer's processes open it: a path with its storage options
+    # (s3.* ...) or the catalog's configuration
+    ref = TableRef.from_options(Options(spark_options))
     activate(df.sparkSession)
     with spark_errors():
-        (df.write.format(FORMAT).mode(mode)
-         .options(**options_of(ref, {**options, "write_id": write_id})).save())
+        df.write.format(FORMAT).mode(mode).options(**spark_options).save()
     from floe.spark.writer import committed_snapshot_id
 
     with ref.open() as t:

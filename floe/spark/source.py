@@ -249,9 +249,11 @@ class FloeDataSource(DataSource):
 
 def options_of(table: str | TableRef, options: Mapping[str, Any]) -> dict[str, str]:
     """Spark options for ``table`` and keyword options (``snapshot_id=1`` →
-    ``snapshot-id``), with the catalog resolved here when ``table`` names one."""
+    ``snapshot-id``), with the catalog resolved here when ``table`` names one, and the
+    storage properties of a :class:`TableRef` path (under the options given)."""
     ref = table if isinstance(table, TableRef) else TableRef.resolve(table)
-    out = {k.replace("_", "-"): str(v) for k, v in options.items() if v is not None}
+    out = dict(ref.properties)
+    out.update({k.replace("_", "-"): str(v) for k, v in options.items() if v is not None})
     out["table"] = ref.name
     config = ref.catalog_option()
     if config is not None:
