@@ -259,15 +259,26 @@ class _PinnedCatalog:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._catalog, name)
 
-    def commit_metadata(self, ident: TableIdentifier, base_location: str | None,
-                        base: TableMetadata, new: TableMetadata) -> str:
+    def _pin(self, ident: TableIdentifier, base_location: str | None) -> None:
         if base_location != self._location:
             raise TableChangedSinceDryRun(
                 f"table {ident} changed since dry run {self._dry_run_id} (it planned from "
                 f"{self._location}, the table is now at {base_location}); nothing was "
                 "committed or deleted: run the dry run again")
+
+    def commit_metadata(self, ident: TableIdentifier, base_location: str | None,
+                        base: TableMetadata, new: TableMetadata) -> str:
+        self._pin(ident, base_location)
         with catalog_call(self._catalog):
             return str(self._catalog.commit_metadata(ident, base_location, base, new))
+
+    def commit_updates(self, ident: TableIdentifier, base_location: str, base: TableMetadata,
+                       requirements: Any, updates: Any) -> tuple[str, TableMetadata]:
+        """The transaction's commit (floe.catalog.base.Catalog.commit_updates), pinned."""
+        self._pin(ident, base_location)
+        with catalog_call(self._catalog):
+            return self._catalog.commit_updates(ident, base_location, base, requirements,
+                                                updates)
 
 
 def _dry_run(ctx: RunContext) -> tuple[TaskRun, dict[str, Any], Table]:

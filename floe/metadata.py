@@ -51,6 +51,7 @@ __all__ = [
     "TableMetadata",
     "assign_fresh_ids",
     "check_history_order",
+    "metadata_from_json",
     "metadata_to_json",
     "new_table_metadata",
     "parse_metadata",
@@ -295,7 +296,12 @@ def parse_metadata(data: bytes, location: str) -> TableMetadata:
     Raises :class:`UnsupportedFormatVersion` for a format version above 3 and
     :class:`MetadataError` (message starting with ``location``) for anything malformed.
     """
-    doc = _decode(data, location)
+    return metadata_from_json(_decode(data, location), location)
+
+
+def metadata_from_json(doc: Any, location: str) -> TableMetadata:
+    """:func:`parse_metadata` of a decoded JSON document (the ``metadata`` of a REST
+    catalog's answer), with the same checks and errors."""
     if not isinstance(doc, dict):
         raise MetadataError(
             location, f"table metadata must be a JSON object, got {type(doc).__name__}"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,10 +28,13 @@ from floe.sorting import UNSORTED_SORT_ORDER, SortOrder
 
 if TYPE_CHECKING:
     from floe.table import Table
+    from floe.table.updates import TableRequirement, TableUpdate
 
 __all__ = [
     "Catalog",
     "Namespace",
+    "NamespaceAlreadyExists",
+    "NamespaceNotEmpty",
     "TableAlreadyExists",
     "TableIdentifier",
     "read_metadata",
@@ -48,6 +51,14 @@ Namespace = tuple[str, ...]
 
 class TableAlreadyExists(ValidationError):
     """``create_table`` / ``register_table`` / ``rename_table`` onto a name that is taken."""
+
+
+class NamespaceAlreadyExists(ValidationError):
+    """``create_namespace`` of a namespace that exists."""
+
+
+class NamespaceNotEmpty(ValidationError):
+    """``drop_namespace`` of a namespace that still holds tables or namespaces."""
 
 
 class UnsupportedOperation(FloeError):
@@ -257,6 +268,27 @@ class Catalog(ABC):
         )
         new_location = self.commit_metadata(ident, None, None, metadata)
         return Table(self, ident, metadata, new_location)
+
+    def commit_updates(
+        self,
+        ident: TableIdentifier,
+        base_location: str,
+        base: TableMetadata,
+        requirements: Sequence[TableRequirement],
+        updates: Sequence[TableUpdate],
+    ) -> tuple[str, TableMetadata]:
+        """Commit ``updates`` made on ``base`` (read from ``base_location``), which
+        ``requirements`` must still hold for; return the new metadata location and the
+        metadata committed. :meth:`floe.table.transaction.Transaction.commit` calls it, once
+        per attempt. A catalog that stores metadata files itself folds the updates over
+        ``base`` here and swaps the pointer (:meth:`commit_metadata`); the caller has already
+        checked ``requirements`` against ``base``, and the pointer swap makes sure ``base``
+        is still current. A catalog that applies updates itself (REST) sends them with the
+        requirements instead. Errors as for :meth:`_commit`."""
+        from floe.table.updates import apply_updates
+
+        new_metadata = apply_updates(base, updates, base_location)
+        return self.commit_metadata(ident, base_location, base, new_metadata), new_metadata
 
     def commit_metadata(
         self,

@@ -53,6 +53,8 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, Program
 from floe.catalog.base import (
     Catalog,
     Namespace,
+    NamespaceAlreadyExists,
+    NamespaceNotEmpty,
     TableAlreadyExists,
     TableIdentifier,
     to_namespace,
@@ -115,14 +117,6 @@ _NAME_LIMIT = 255
 _VERSIONED_NAME = re.compile(r"^(\d+)-[0-9a-fA-F-]{36}(?:\.gz)?\.metadata\.json$")
 #: SQLite waits this long for another writer's lock before giving up (seconds).
 SQLITE_BUSY_TIMEOUT = 30.0
-
-
-class NamespaceAlreadyExists(ValidationError):
-    """``create_namespace`` of a namespace that exists."""
-
-
-class NamespaceNotEmpty(ValidationError):
-    """``drop_namespace`` of a namespace that still holds tables or namespaces."""
 
 
 # -- names ----------------------------------------------------------------------------------

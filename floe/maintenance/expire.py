@@ -134,10 +134,8 @@ class ExpirationPlan:
         if self.expired_ids:
             out.append(RemoveSnapshots(self.expired_ids))
             gone = set(self.expired_ids)
-            stats = tuple(s.snapshot_id for s in base.partition_statistics
-                          if s.snapshot_id in gone)
-            if stats:
-                out.append(RemovePartitionStatistics(stats))
+            out += [RemovePartitionStatistics(s.snapshot_id)
+                    for s in base.partition_statistics if s.snapshot_id in gone]
         if self.removed_spec_ids:
             out.append(RemovePartitionSpecs(self.removed_spec_ids))
         if self.removed_schema_ids:

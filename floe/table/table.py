@@ -37,18 +37,22 @@ class Table:
         identifier: TableIdentifier,
         metadata: TableMetadata,
         metadata_location: str,
+        io: FileIO | None = None,
     ) -> None:
         self.catalog = catalog
         self.identifier = identifier
         self.metadata = metadata
         self.metadata_location = metadata_location
+        self._io = io
 
     def __repr__(self) -> str:
         return f"Table({self.catalog.name}:{self.identifier}, {self.metadata_location})"
 
     @property
     def io(self) -> FileIO:
-        return self.catalog.io
+        """The table's files: the catalog's FileIO, or the one its catalog made for this
+        table (a REST catalog's storage config and credentials for it)."""
+        return self._io if self._io is not None else self.catalog.io
 
     @property
     def location(self) -> str:

@@ -1,8 +1,10 @@
 """Transactions and the commit loop (Java ``BaseTransaction`` + ``SnapshotProducer.commit``).
 
 A transaction collects pending operations. :meth:`Transaction.commit` is the one commit
-loop: apply every operation to the base, fold the updates, and ask the catalog to swap the
-pointer. On :class:`CommitConflict` from the swap it refreshes the table, re-applies the
+loop: apply every operation to the base and hand the updates with the requirements they
+rely on to the catalog (:meth:`Catalog.commit_updates`: a file-system or SQL catalog folds
+them and swaps its pointer, a REST catalog sends them). On :class:`CommitConflict` from the
+catalog it refreshes the table, re-applies the
 operations against the fresh base (which re-validates them: requirements, files still live)
 and retries with exponential backoff and jitter, governed by ``commit.retry.*``. A
 conflict found by validation is final. When the swap's outcome is unknown nothing is
@@ -354,16 +356,21 @@ class Transaction:
 
     # -- the commit loop -----------------------------------------------------------------
 
-    def _apply(self, base: TableMetadata, base_location: str) -> TableMetadata:
+    def _apply(self, base: TableMetadata
+               ) -> tuple[list[TableRequirement], list[TableUpdate]]:
+        """Every operation applied to ``base``: the requirements they rely on (checked here
+        against ``base``) and the updates they make, for :meth:`Catalog.commit_updates`."""
         validate_requirements(self.requirements, base)
+        requirements = list(self.requirements)
         md = base
         updates: list[TableUpdate] = []
         for op in self.operations:
             validate_requirements(op.requirements, base)
+            requirements += [r for r in op.requirements if r not in requirements]
             op_updates = op.apply(md)
             md = apply_updates(md, op_updates)
             updates += op_updates
-        return apply_updates(base, updates, base_location)
+        return requirements, updates
 
     def commit(self) -> Table:
         """Commit every pending operation atomically; returns the refreshed table."""
@@ -387,10 +394,10 @@ class Transaction:
         try:
             while True:
                 self.attempts += 1
-                new_metadata = self._apply(base, base_location)
+                requirements, updates = self._apply(base)
                 try:
-                    location = table.catalog.commit_metadata(
-                        table.identifier, base_location, base, new_metadata)
+                    location, new_metadata = table.catalog.commit_updates(
+                        table.identifier, base_location, base, requirements, updates)
                     break
                 except CommitConflict as e:
                     delay = policy.delay_ms(self.attempts, (time.monotonic() - started) * 1000)

@@ -32,6 +32,7 @@ from floe.snapshots import (
     SnapshotLogEntry,
     SnapshotRef,
     SnapshotRefType,
+    StatisticsFile,
 )
 from floe.sorting import UNSORTED_SORT_ORDER, SortOrder
 
@@ -40,12 +41,12 @@ __all__ = [
     "TableUpdate", "AssignUUID", "UpgradeFormatVersion", "AddSchema", "SetCurrentSchema",
     "AddPartitionSpec", "SetDefaultSpec", "AddSortOrder", "SetDefaultSortOrder", "AddSnapshot",
     "SetSnapshotRef", "RemoveSnapshots", "RemoveSnapshotRef", "RemovePartitionStatistics",
-    "RemoveSchemas", "RemovePartitionSpecs", "SetPartitionStatistics", "SetProperties",
-    "RemoveProperties", "SetLocation",
+    "RemoveSchemas", "RemovePartitionSpecs", "SetPartitionStatistics", "SetStatistics",
+    "RemoveStatistics", "SetProperties", "RemoveProperties", "SetLocation",
     "TableRequirement", "AssertCreate", "AssertTableUUID", "AssertRefSnapshotId",
     "AssertCurrentSchemaId", "AssertLastAssignedFieldId", "AssertDefaultSpecId",
     "AssertLastAssignedPartitionId", "AssertDefaultSortOrderId",
-    "apply_updates", "validate_requirements",
+    "apply_updates", "validate_requirements", "requirements_for",
 ]
 
 #: ``SetCurrentSchema(-1)`` etc.: the schema / spec / sort order added earlier in the same
@@ -282,16 +283,45 @@ class RemoveSnapshots(TableUpdate):
 
 @dataclass(frozen=True, slots=True)
 class RemovePartitionStatistics(TableUpdate):
-    """Drop the partition-statistics files registered for these snapshots (Java's
-    ``removeSnapshots`` does it for every removed snapshot)."""
+    """Drop the partition-statistics file registered for a snapshot (REST
+    ``remove-partition-statistics``; Java's ``removeSnapshots`` does it for every removed
+    snapshot). Nothing happens when there is none."""
 
-    snapshot_ids: tuple[int, ...]
+    snapshot_id: int
     action = "remove-partition-statistics"
 
     def apply(self, b: _Builder) -> None:
-        gone = set(self.snapshot_ids)
         b.replace(partition_statistics=tuple(
-            s for s in b.md.partition_statistics if s.snapshot_id not in gone))
+            s for s in b.md.partition_statistics if s.snapshot_id != self.snapshot_id))
+
+
+@dataclass(frozen=True, slots=True)
+class SetStatistics(TableUpdate):
+    """Register a table-statistics (Puffin) file, replacing the one of the same snapshot
+    (REST ``set-statistics``)."""
+
+    statistics: StatisticsFile
+    action = "set-statistics"
+
+    def apply(self, b: _Builder) -> None:
+        new = self.statistics
+        if b.md.snapshot_by_id(new.snapshot_id) is None:
+            raise ValidationError(
+                f"cannot set statistics of snapshot {new.snapshot_id}: no such snapshot")
+        b.replace(statistics=tuple(
+            s for s in b.md.statistics if s.snapshot_id != new.snapshot_id) + (new,))
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveStatistics(TableUpdate):
+    """Drop the table-statistics file of a snapshot (REST ``remove-statistics``)."""
+
+    snapshot_id: int
+    action = "remove-statistics"
+
+    def apply(self, b: _Builder) -> None:
+        b.replace(statistics=tuple(
+            s for s in b.md.statistics if s.snapshot_id != self.snapshot_id))
 
 
 @dataclass(frozen=True, slots=True)
@@ -555,3 +585,55 @@ def validate_requirements(
 ) -> None:
     for requirement in requirements:
         requirement.validate(base)
+
+
+def requirements_for(
+    base: TableMetadata, updates: Sequence[TableUpdate]
+) -> list[TableRequirement]:
+    """What a catalog that applies ``updates`` to its own current metadata (a REST catalog)
+    must check first so that they mean what they meant on ``base`` (Java
+    ``UpdateRequirements.forUpdateTable``): the table UUID; each ref set is still where it
+    was; the last column / partition ids before a schema / spec is added; the current
+    schema, default spec and default sort order before they change; no branch moved before
+    schemas or specs are removed. Floe adds one Java leaves out: removing snapshots also
+    requires every ref of ``base`` unchanged, since the files only those snapshots reached
+    are deleted after the commit."""
+    out: list[TableRequirement] = (
+        [AssertTableUUID(base.table_uuid)] if base.table_uuid is not None else [])
+    refs_done: set[str] = set()
+    done: set[str] = set()
+
+    def once(key: str, requirement: TableRequirement) -> None:
+        if key not in done:
+            done.add(key)
+            out.append(requirement)
+
+    def ref(name: str) -> None:
+        if name not in refs_done:
+            refs_done.add(name)
+            current = base.refs.get(name)
+            out.append(AssertRefSnapshotId(name, current.snapshot_id if current else None))
+
+    for update in updates:
+        if isinstance(update, SetSnapshotRef):
+            ref(update.ref_name)
+        elif isinstance(update, AddSchema):
+            once("field-id", AssertLastAssignedFieldId(base.last_column_id))
+        elif isinstance(update, SetCurrentSchema):
+            once("schema", AssertCurrentSchemaId(base.current_schema_id))
+        elif isinstance(update, AddPartitionSpec):
+            once("partition-id", AssertLastAssignedPartitionId(base.last_partition_id))
+        elif isinstance(update, SetDefaultSpec):
+            once("spec", AssertDefaultSpecId(base.default_spec_id))
+        elif isinstance(update, SetDefaultSortOrder):
+            once("order", AssertDefaultSortOrderId(base.default_sort_order_id))
+        elif isinstance(update, RemovePartitionSpecs | RemoveSchemas | RemoveSnapshots):
+            if isinstance(update, RemovePartitionSpecs):
+                once("spec", AssertDefaultSpecId(base.default_spec_id))
+            elif isinstance(update, RemoveSchemas):
+                once("schema", AssertCurrentSchemaId(base.current_schema_id))
+            for name, r in sorted(base.refs.items()):
+                if isinstance(update, RemoveSnapshots) or (r.is_branch
+                                                           and name != MAIN_BRANCH):
+                    ref(name)
+    return out
