@@ -72,6 +72,15 @@ def duckdb_read(con: Any, metadata_location: str, snapshot_id: int | None = None
                        ).to_arrow_table()
 
 
+def duckdb_read_attached(con: Any, name: str, snapshot_id: int | None = None,
+                         row_filter: str | None = None) -> pa.Table:
+    """DuckDB's rows of ``name`` (``alias.namespace.table`` of an attached REST catalog: DuckDB
+    loads the table from the catalog), at ``snapshot_id`` (default: the current one)."""
+    at = f" AT (VERSION => {snapshot_id})" if snapshot_id is not None else ""
+    where = f" WHERE {row_filter}" if row_filter else ""
+    return con.execute(f"SELECT * FROM {name}{at}{where}").to_arrow_table()
+
+
 def assert_same_rows(expected: pa.Table, got: pa.Table, what: str) -> None:
     """Equal column names (in order) and equal multisets of rows."""
     assert columns(got) == columns(expected), f"{what}: columns differ"
@@ -82,10 +91,11 @@ def assert_same_rows(expected: pa.Table, got: pa.Table, what: str) -> None:
 
 def assert_reads_agree(io: FileIO, metadata_location: str, *, pyiceberg_table: Any,
                        con: Any, snapshot_ids: Sequence[int | None] | None = None,
-                       row_filter: str | None = None) -> int:
+                       row_filter: str | None = None, duckdb_table: str | None = None) -> int:
     """floe, PyIceberg and DuckDB read the same rows (matching ``row_filter``) at every
     snapshot of the metadata file and at the current one (or at ``snapshot_ids``, None
-    meaning the current one); returns how many rows floe read in all."""
+    meaning the current one); returns how many rows floe read in all. DuckDB reads the
+    metadata file (``iceberg_scan``), or ``duckdb_table`` of a catalog it attached."""
     md = read_metadata(io, metadata_location)
     ids = list(snapshot_ids) if snapshot_ids is not None else [
         *(s.snapshot_id for s in md.snapshots), None]
@@ -98,8 +108,9 @@ def assert_reads_agree(io: FileIO, metadata_location: str, *, pyiceberg_table: A
         floe = floe_read(io, md, sid, row_filter)
         assert_same_rows(pyiceberg_read(pyiceberg_table, sid, row_filter), floe,
                          f"floe vs PyIceberg at {what} of {metadata_location}")
-        assert_same_rows(duckdb_read(con, metadata_location, sid, row_filter), floe,
-                         f"floe vs DuckDB at {what} of {metadata_location}")
+        duck = (duckdb_read(con, metadata_location, sid, row_filter) if duckdb_table is None
+                else duckdb_read_attached(con, duckdb_table, sid, row_filter))
+        assert_same_rows(duck, floe, f"floe vs DuckDB at {what} of {metadata_location}")
         total += floe.num_rows
     return total
 
@@ -213,10 +224,11 @@ FLOE_DELETE = "id = 5 or id = 7 or id = 31"
 def floe_changes(table: Any, check: Callable[[str], None]) -> None:
     """floe's changes to an engine's ``table`` (a floe Table in any catalog), calling
     ``check(step)`` after each: an append, a merge-on-read delete (position deletes), a
-    compaction that applies every delete, and an expiry of every snapshot but the current
-    one, which deletes the files only they used."""
+    rewrite of the position deletes, a compaction that applies every delete, and an expiry of
+    every snapshot but the current one, which deletes the files only they used."""
     from floe.maintenance.compaction import compact
     from floe.maintenance.expire import expire_snapshots
+    from floe.maintenance.rewrite_deletes import rewrite_position_deletes
 
     table.append(FLOE_ROWS)
     check("floe append")
@@ -228,6 +240,12 @@ def floe_changes(table: Any, check: Callable[[str], None]) -> None:
     added = md.current_snapshot().summary
     assert added.get("added-position-delete-files"), added
     check("floe merge-on-read delete")
+
+    # the engine's delete files (DuckDB's) and floe's, rewritten by partition
+    rewritten = rewrite_position_deletes(table, options={"rewrite-all": "true"})
+    assert rewritten.rewritten_delete_files_count and rewritten.added_delete_files_count, (
+        rewritten.to_json())
+    check("floe rewrite of position deletes")
 
     result = compact(table, options={"rewrite-all": "true"})
     assert result.rewritten_data_files_count and result.removed_delete_files_count, (

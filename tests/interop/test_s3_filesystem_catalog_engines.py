@@ -14,8 +14,9 @@ Neither PyIceberg nor DuckDB has a file-system (Hadoop) catalog, so:
   ``v1.metadata.json`` of a table directory in the warehouse.
 
 floe reads every snapshot of both as PyIceberg (``StaticTable`` of the metadata file) and
-DuckDB (``iceberg_scan``) do, also with filters; then appends, deletes merge-on-read, compacts
-and expires, and after each step both engines read what floe reads. The tests share the
+DuckDB (``iceberg_scan``) do, also with filters; then appends, deletes merge-on-read, rewrites
+the position deletes, compacts and expires, and after each step both engines read what floe
+reads. The tests share the
 module's tables and run in file order.
 """
 

@@ -5,8 +5,10 @@ file (both keep Iceberg Java's JDBC catalog schema), the tables in SeaweedFS's S
 * A table PyIceberg wrote (partitioned, evolved, copy-on-write deletes) and one DuckDB wrote
   through SeaweedFS's REST catalog (merge-on-read deletes with DuckDB's nonstandard position
   delete files) and PyIceberg registered in the SQL catalog: floe reads every snapshot of each
-  as PyIceberg and DuckDB read it, also with filters.
-* floe appends, deletes merge-on-read, compacts and expires on both; after each step
+  as PyIceberg and DuckDB read it, also with filters, as of each commit's time, and from the
+  persistent manifest cache.
+* floe appends, deletes merge-on-read, rewrites the position deletes, compacts and expires on
+  both; after each step
   PyIceberg (its catalog, the same database) and DuckDB (``iceberg_scan`` of the metadata
   file) read what floe reads.
 
@@ -15,6 +17,7 @@ The tests share the module's tables and run in file order: reads first, then the
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +27,7 @@ import pytest
 from lake_engines import (
     FILTERS,
     assert_reads_agree,
+    assert_same_rows,
     duckdb_history,
     floe_changes,
     floe_read,
@@ -32,9 +36,10 @@ from lake_engines import (
 )
 
 from floe.catalog.sql import SqlCatalog
+from floe.errors import NotFound
 from floe.io import FileIO
 from floe.manifest import FileContent, read_manifest_list
-from floe.scan import plan_files
+from floe.scan import plan_files, select_snapshot
 from floe.scan.manifest_store import manifest_store
 from floe.scan.readers import plan_to_table
 from tests.object_store import (
@@ -120,6 +125,33 @@ def test_floe_reads_every_snapshot_as_the_writer_and_the_other_engine_do(
     assert len(table.metadata.snapshots) >= 6
     assert assert_reads_agree(table.io, table.metadata_location,
                               pyiceberg_table=lake.pyiceberg_table(ident), con=lake.duckdb) > 0
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_time_travel_by_timestamp_picks_the_snapshot_the_engines_pick(
+        lake: Lake, tables: dict[str, tuple[str, str]], writer: str) -> None:
+    """As of each commit's time (and a millisecond before it): the snapshot PyIceberg picks,
+    and the rows DuckDB reads as of that time."""
+    ident = tables[writer]
+    table = lake.floe.load_table(".".join(ident))
+    pyiceberg = lake.pyiceberg_table(ident)
+    md, io = table.metadata, table.io
+    first = md.snapshot_log[0].timestamp_ms
+    for entry in md.snapshot_log:
+        for ms in (entry.timestamp_ms, entry.timestamp_ms - 1):
+            if ms < first:
+                with pytest.raises(NotFound, match="before"):
+                    select_snapshot(md, as_of_ms=ms)
+                continue
+            picked = select_snapshot(md, as_of_ms=ms).snapshot.snapshot_id
+            assert picked == pyiceberg.snapshot_as_of_timestamp(ms).snapshot_id
+            at = dt.datetime.fromtimestamp(ms / 1000, dt.UTC).replace(tzinfo=None)
+            duck = lake.duckdb.execute(
+                f"SELECT * FROM iceberg_scan('{table.metadata_location}', "
+                f"snapshot_from_timestamp = TIMESTAMP '{at.isoformat(sep=' ')}')"
+            ).to_arrow_table()
+            assert_same_rows(duck, plan_to_table(io, plan_files(io, md, as_of_ms=ms)),
+                             f"floe vs DuckDB as of {ms}")
 
 
 def test_the_duckdb_table_has_duckdbs_position_deletes(
