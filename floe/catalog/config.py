@@ -75,6 +75,7 @@ __all__ = [
     "parse_catalogs",
     "parse_table_arg",
     "pyiceberg_catalogs",
+    "pyiceberg_config_candidates",
     "pyiceberg_config_path",
     "redact",
     "redacted_options",
@@ -259,7 +260,7 @@ class CatalogConfig:
             if why is None:
                 raise
             raise CatalogUnavailable(
-                f"catalog {self.name!r} ({self.type}, from {self.source}) cannot be opened: "
+                f"catalog {self.name!r} ({self.type}, from {self.source}) is unavailable: "
                 f"{_one_line(redact(why, self.options))}") from None
 
 
@@ -417,17 +418,16 @@ def parse_catalogs(
 # -- PyIceberg's configuration --------------------------------------------------------------
 
 
+def pyiceberg_config_candidates() -> list[Path]:
+    """Where PyIceberg looks for ``.pyiceberg.yaml``, in its order: ``$PYICEBERG_HOME``, the
+    home directory, then the current directory (whether the files exist or not)."""
+    return [Path(directory) / PYICEBERG_YAML
+            for directory in (os.environ.get(PYICEBERG_HOME_ENV), os.path.expanduser("~"),
+                              os.getcwd()) if directory]
+
+
 def _pyiceberg_yaml_files() -> list[Path]:
-    """The ``.pyiceberg.yaml`` files PyIceberg looks at, in its order: in
-    ``$PYICEBERG_HOME``, the home directory, then the current directory."""
-    found = []
-    for directory in (os.environ.get(PYICEBERG_HOME_ENV), os.path.expanduser("~"),
-                      os.getcwd()):
-        if directory:
-            path = Path(directory) / PYICEBERG_YAML
-            if path.is_file():
-                found.append(path)
-    return found
+    return [path for path in pyiceberg_config_candidates() if path.is_file()]
 
 
 def pyiceberg_config_path() -> Path | None:

@@ -18,6 +18,7 @@ from floe.cli import maintenance as cli_maintenance
 from floe.cli import manage as cli_manage
 from floe.cli import scan as cli_scan
 from floe.cli import write as cli_write
+from floe.catalog.config import redact
 from floe.cli.common import TABLE_HELP, load_table_state
 from floe.errors import FloeError
 from floe.io import FileIO
@@ -161,12 +162,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args.func(args)
     except FloeError as e:
-        print(f"floe: {e}", file=sys.stderr)
+        print(f"floe: {redact(str(e))}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 0
     except OSError as e:
-        print(f"floe: {e}", file=sys.stderr)
+        print(f"floe: {redact(str(e))}", file=sys.stderr)
         return 1
     return 0
 

@@ -15,6 +15,7 @@ from typing import Any
 from floe.catalog.base import Catalog, TableIdentifier
 from floe.catalog.config import resolve_catalog_table
 from floe.catalog.filesystem import DirectoryCatalog, directory_table, load_table_metadata
+from floe.errors import CommitConflict, FloeError, NotFound, ValidationError
 from floe.io import FileIO
 from floe.metadata import TableMetadata
 from floe.table import Table
@@ -23,6 +24,21 @@ __all__ = ["TABLE_HELP", "load_table_state", "open_table", "open_catalog_for_cre
            "ProgressBar"]
 
 TABLE_HELP = "table directory, *.metadata.json file, or CATALOG:namespace.table"
+
+
+@contextmanager
+def _in_catalog(catalog: Catalog) -> Iterator[None]:
+    """A failure of the catalog's store or server names the catalog, whose configuration
+    holds the credentials and endpoints (``catalog 'prod': s3://…: access denied …``).
+    Errors about the request itself (not found, bad input, a conflict) pass unchanged."""
+    try:
+        yield
+    except (NotFound, ValidationError, CommitConflict):
+        raise
+    except FloeError as exc:
+        if f"catalog {catalog.name!r}" in str(exc):
+            raise
+        raise FloeError(f"catalog {catalog.name!r}: {exc}") from exc
 
 
 def load_table_state(arg: str) -> tuple[FileIO, str, TableMetadata]:
@@ -34,7 +50,8 @@ def load_table_state(arg: str) -> tuple[FileIO, str, TableMetadata]:
         return io, location, md
     catalog, ident = resolved
     try:
-        table = catalog.load_table(ident)
+        with _in_catalog(catalog):
+            table = catalog.load_table(ident)
         return table.io, table.metadata_location, table.metadata
     finally:
         catalog.close()
@@ -49,7 +66,8 @@ def open_table(arg: str) -> Iterator[Table]:
         return
     catalog, ident = resolved
     try:
-        yield catalog.load_table(ident)
+        with _in_catalog(catalog):
+            yield catalog.load_table(ident)
     finally:
         catalog.close()
 
@@ -64,7 +82,8 @@ def open_catalog_for_create(arg: str) -> Iterator[tuple[Catalog, TableIdentifier
         return
     catalog_, ident = resolved
     try:
-        yield catalog_, ident
+        with _in_catalog(catalog_):
+            yield catalog_, ident
     finally:
         catalog_.close()
 

@@ -218,7 +218,7 @@ uri = "sqlite:///{tmp_path / 'no' / 'such' / 'dir' / 'c.db'}"
         load_catalog("bad", configs)
     message = str(info.value)
     assert message.splitlines() == [message]
-    assert message.startswith(f"catalog 'bad' (sql, from {path}) cannot be opened: ")
+    assert message.startswith(f"catalog 'bad' (sql, from {path}) is unavailable: ")
     assert "unable to open database file" in message
     assert info.value.__cause__ is None and info.value.__suppress_context__  # no traceback
     load_catalog("good", configs).close()
@@ -385,3 +385,29 @@ def test_a_pyiceberg_file_that_does_not_parse_leaves_floe_catalogs_usable(
     load_catalog("good", configs).close()
     with pytest.raises(NotFound, match=r"no catalog named 'x' .*not a YAML file"):
         load_catalog("x", configs)
+
+
+def test_log_records_are_redacted_by_the_filter():
+    """explorer.settings puts RedactSecrets on its log handler: messages and tracebacks."""
+    import io
+    import logging
+
+    from floe.catalog.config import RedactSecrets
+
+    CatalogConfig("logged", "sql", {"uri": "sqlite://", "token": "tok-L0GGED-s3cret"})
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(RedactSecrets())
+    logger = logging.getLogger("floe.test.redact")
+    logger.addHandler(handler)
+    try:
+        try:
+            raise RuntimeError("failed with tok-L0GGED-s3cret inside")
+        except RuntimeError:
+            logger.error("token %s, uri %s", "tok-L0GGED-s3cret", "pg://u:pw-L0GGED@h/db",
+                         exc_info=True)
+    finally:
+        logger.removeHandler(handler)
+    text = stream.getvalue()
+    assert "tok-L0GGED-s3cret" not in text and "pw-L0GGED" not in text
+    assert "token ***, uri pg://u:***@h/db" in text and "RuntimeError: failed with ***" in text

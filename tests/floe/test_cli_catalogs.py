@@ -57,3 +57,46 @@ def test_unknown_catalog_is_a_one_line_error(catalogs, capsys):
     assert main(["describe", "nowhere:db.t"]) != 0
     err = capsys.readouterr().err.strip()
     assert "nowhere" in err and len(err.splitlines()) == 1
+
+
+def test_a_broken_entry_is_named_only_when_it_is_asked_for(catalogs, capsys, tmp_path):
+    config, rows = catalogs
+    with config.open("a") as f:
+        f.write('\n[catalogs.broken]\ntype = "hive"\nuri = "thrift://metastore:9083"\n'
+                f'\n[catalogs.down]\ntype = "sql"\nuri = "sqlite:///{tmp_path / "no/dir/c.db"}"\n'
+                '\n[catalogs.unset]\ntype = "sql"\nuri = "${FLOE_TEST_NEVER_SET}"\n')
+    run(capsys, "create", "lake:db.events", "--schema-from", str(rows))
+    run(capsys, "append", "lake:db.events", str(rows))
+    doc = json.loads(run(capsys, "describe", "lake:db.events", "--json"))
+    assert doc["snapshot_count"] == 1 and capsys.readouterr().err == ""
+    for name, problem in (("broken", "type must be one of"),
+                          ("down", "unable to open database file"),
+                          ("unset", "environment variable FLOE_TEST_NEVER_SET is not set")):
+        assert main(["describe", f"{name}:db.t"]) != 0
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"catalog '{name}'" in err and problem in err, err
+
+
+def test_a_table_configured_only_for_pyiceberg(tmp_path, monkeypatch, capsys):
+    """No floe file at all: `floe describe CATALOG:ns.t` finds the catalog in PyIceberg's
+    .pyiceberg.yaml, and a commit of floe's is read back by PyIceberg through the same file."""
+    from pyiceberg.catalog.sql import SqlCatalog as PyIcebergSql
+
+    monkeypatch.delenv("FLOE_CATALOGS", raising=False)
+    monkeypatch.delenv("FLOE_WAREHOUSE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    db, wh = tmp_path / "py.db", tmp_path / "pywh"
+    (tmp_path / "home" / ".pyiceberg.yaml").write_text(
+        f"catalog:\n  py:\n    uri: sqlite:///{db}\n    warehouse: file://{wh}\n")
+    theirs = PyIcebergSql("py", uri=f"sqlite:///{db}", warehouse=f"file://{wh}")
+    theirs.create_namespace("db")
+    data = pa.table({"id": pa.array([1, 2], pa.int64())})
+    theirs.create_table("db.t", schema=data.schema).append(data)
+
+    doc = json.loads(run(capsys, "describe", "py:db.t", "--json"))
+    assert doc["metadata_location"] == theirs.load_table("db.t").metadata_location
+    rows = tmp_path / "more.parquet"
+    pq.write_table(pa.table({"id": pa.array([3], pa.int64())}), rows)
+    run(capsys, "append", "py:db.t", str(rows))
+    assert sorted(theirs.load_table("db.t").scan().to_arrow()["id"].to_pylist()) == [1, 2, 3]
