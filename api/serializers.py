@@ -14,6 +14,9 @@ class CatalogSerializer(serializers.Serializer):
     warehouse = serializers.CharField(
         allow_null=True, help_text="The directory the catalog's tables must stay inside")
     exists = serializers.BooleanField(help_text="Whether the warehouse directory exists")
+    problem = serializers.CharField(
+        allow_null=True, help_text="Why the catalog cannot be used (its configuration entry "
+        "is broken: the catalog's namespaces and tables answer 503); null when it can")
 
 
 class NamespaceSerializer(serializers.Serializer):

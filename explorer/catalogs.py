@@ -28,6 +28,7 @@ instead of only "outside the warehouse". The refusal itself is the same.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import logging
 import os
@@ -43,10 +44,17 @@ from sqlalchemy.exc import SQLAlchemyError
 from explorer.cache import CACHE
 from explorer.errors import CatalogUnavailable, OutsideWarehouse, TableMoved
 from floe.catalog.base import Catalog
-from floe.catalog.config import CatalogConfig, default_config_path, load_catalogs
+from floe.catalog.config import (
+    CatalogConfig,
+    default_config_path,
+    load_catalogs,
+    pyiceberg_config_candidates,
+    redact,
+)
+from floe.errors import CatalogUnavailable as FloeCatalogUnavailable
 from floe.errors import FloeError, NotFound, ValidationError
 from floe.inspect import moved_from
-from floe.io import FileIO, is_local, local_path
+from floe.io import FileInfo, FileIO, is_local, local_path
 from floe.table import Table
 
 __all__ = [
@@ -173,17 +181,72 @@ class WarehouseIO(FileIO):
         with self._gone(location):
             return super().size(location)
 
+    def read_range(self, location: str, start: int, length: int) -> bytes:
+        with self._unavailable():
+            return super().read_range(location, start, length)
+
+    def info(self, location: str) -> FileInfo | None:
+        with self._unavailable():
+            return super().info(location)
+
+    def identity(self, location: str) -> str | None:
+        with self._unavailable():
+            return super().identity(location)
+
+    def exists(self, location: str) -> bool:
+        with self._unavailable():
+            return super().exists(location)
+
+    def is_dir(self, location: str) -> bool:
+        with self._unavailable():
+            return super().is_dir(location)
+
+    def list(self, prefix: str) -> builtins.list[str]:
+        with self._unavailable():
+            return super().list(prefix)
+
+    def list_info(self, prefix: str) -> Iterator[FileInfo]:
+        with self._unavailable():
+            yield from super().list_info(prefix)
+
+    def list_dir(self, prefix: str) -> tuple[builtins.list[str], builtins.list[str]]:
+        with self._unavailable():
+            return super().list_dir(prefix)
+
+    def write(self, location: str, data: bytes, overwrite: bool = False) -> None:
+        with self._unavailable():
+            super().write(location, data, overwrite)
+
+    @contextlib.contextmanager
+    def _unavailable(self) -> Iterator[None]:
+        """The store failing (refusing the catalog's credentials, not answering: a plain
+        FloeError of FileIO, naming the location) is this catalog being unavailable (503 on
+        its pages only), and says which catalog. A missing file, bad content or an unknown
+        outcome (FloeError's subclasses) pass unchanged."""
+        try:
+            yield
+        except FloeError as exc:
+            if type(exc) is not FloeError:
+                raise
+            raise CatalogUnavailable(f"catalog {self.catalog!r} is unavailable: "
+                                     f"{redact(str(exc))}") from None
+
     @contextlib.contextmanager
     def _gone(self, location: str) -> Iterator[None]:
         """A file missing from a moved table's old place says where the metadata points."""
         try:
-            yield
+            with self._unavailable():
+                yield
         except NotFound:
             raise self._moved(location, "the file is no longer there") or NotFound(
                 f"{location}: file does not exist") from None
 
 
 # --- the configured catalogs ------------------------------------------------------------------
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:400]
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +256,8 @@ class CatalogInfo:
     name: str
     type: str
     warehouse: str | None
+    #: Why the catalog cannot be used (its entry in the configuration is broken), else None.
+    problem: str | None = None
 
     @property
     def exists(self) -> bool:
@@ -208,15 +273,23 @@ def _config_file() -> Path:
     return Path(settings.FLOE_CATALOGS) if settings.FLOE_CATALOGS else default_config_path()
 
 
-def _config_key() -> tuple[object, ...]:
-    """Changes whenever the catalogs would: the file (path, size, mtime) and the warehouse."""
-    path = _config_file()
+def _file_version(path: Path) -> tuple[int, int] | None:
     try:
         stat = path.stat()
-        version: tuple[int, int] | None = (stat.st_mtime_ns, stat.st_size)
     except OSError:
-        version = None
-    return (settings.FLOE_CATALOGS, str(path), version, settings.FLOE_WAREHOUSE)
+        return None
+    return (stat.st_mtime_ns, stat.st_size)
+
+
+def _config_key() -> tuple[object, ...]:
+    """Changes whenever the catalogs would: the file (path, size, mtime), the warehouse, and
+    PyIceberg's configuration (the .pyiceberg.yaml files it looks at, PYICEBERG_ variables)."""
+    path = _config_file()
+    pyiceberg = [(str(p), _file_version(p)) for p in pyiceberg_config_candidates()]
+    variables = sorted((k, v) for k, v in os.environ.items()
+                       if k.lower().startswith("pyiceberg_"))
+    return (settings.FLOE_CATALOGS, str(path), _file_version(path), settings.FLOE_WAREHOUSE,
+            tuple(pyiceberg), tuple(variables))
 
 
 class _Registry:
@@ -232,6 +305,8 @@ class _Registry:
         config = self.configs.get(name)
         if config is None:
             raise NotFound(f"catalog {name!r} does not exist")
+        if config.problem is not None:  # a broken entry: this catalog only
+            raise CatalogUnavailable(f"catalog {name!r} cannot be used: {config.problem}")
         with self.lock:
             catalog = self.catalogs.get(name)
         if catalog is not None:
@@ -241,10 +316,12 @@ class _Registry:
         try:
             created = config.create(WarehouseIO(name, config.options.get("warehouse"),
                                                 config.storage_properties))
+        except FloeCatalogUnavailable as exc:  # one line naming the catalog, no secret
+            raise CatalogUnavailable(str(exc)) from None
         except (FloeError, SQLAlchemyError, OSError) as exc:
             raise CatalogUnavailable(
                 f"catalog {name!r} ({config.type}, from {config.source}) is unavailable: "
-                f"{exc}") from exc
+                f"{_one_line(redact(str(exc), config.options))}") from None
         with self.lock:
             catalog = self.catalogs.setdefault(name, created)
         if catalog is not created:  # another request created it meanwhile
@@ -276,7 +353,13 @@ def _current() -> _Registry:
         try:
             configs = load_catalogs(file, warehouse=settings.FLOE_WAREHOUSE)
         except FloeError as exc:
-            raise CatalogUnavailable(f"the catalog file cannot be used: {exc}") from exc
+            raise CatalogUnavailable(
+                f"the catalog file cannot be used: {redact(str(exc))}") from None
+        for problem in configs.problems:
+            logger.warning("catalog configuration not read: %s", problem)
+        for config in configs.values():
+            if config.problem is not None:
+                logger.warning("%s", config.problem)
         old, _registry = _registry, _Registry(key, configs)
     if old is not None:
         old.close()
@@ -302,7 +385,8 @@ def catalog_info(name: str) -> CatalogInfo:
 
 
 def _info(config: CatalogConfig) -> CatalogInfo:
-    return CatalogInfo(config.name, config.type, config.options.get("warehouse"))
+    return CatalogInfo(config.name, config.type, config.options.get("warehouse"),
+                       config.problem)
 
 
 def catalog_get(name: str) -> Catalog:
@@ -360,8 +444,9 @@ def catalog_call(catalog: Catalog) -> Iterator[None]:
     try:
         yield
     except SQLAlchemyError as exc:
-        logger.warning("catalog %s: %s", catalog.name, exc)
-        raise CatalogUnavailable(f"catalog {catalog.name!r} is unavailable: {exc}") from exc
+        why = _one_line(redact(str(getattr(exc, "orig", None) or exc)))
+        logger.warning("catalog %s: %s", catalog.name, why)
+        raise CatalogUnavailable(f"catalog {catalog.name!r} is unavailable: {why}") from None
 
 
 def check_configuration() -> list[CatalogInfo]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from floe import errors
 from floe.catalog.base import UnsupportedOperation
+from floe.catalog.config import redact
 from floe.scan.readers import UnsupportedDeletes
 
 
@@ -30,9 +31,9 @@ class TableMoved(errors.MetadataError):
     message says where the metadata points (explorer.catalogs.WarehouseIO)."""
 
 
-class CatalogUnavailable(errors.FloeError):
-    """A catalog cannot be used right now (its database does not answer, the catalog file is
-    broken); the message says which and why."""
+class CatalogUnavailable(errors.CatalogUnavailable):
+    """A catalog cannot be used right now (its database does not answer, its entry or the
+    catalog file is broken); the message says which and why."""
 
 
 class Forbidden(errors.FloeError):
@@ -85,7 +86,7 @@ class TableChangedSinceDryRun(errors.FloeError):
 
 # First match wins: subclasses before their bases.
 _STATUS_BY_ERROR: tuple[tuple[type[errors.FloeError], int], ...] = (
-    (CatalogUnavailable, 503),
+    (errors.CatalogUnavailable, 503),  # explorer's CatalogUnavailable too
     (Forbidden, 403),
     (RequestTooLarge, 413),
     (RateLimited, 429),
@@ -113,7 +114,7 @@ def domain_error_status(exc: BaseException) -> int | None:
 
 def domain_error_body(exc: BaseException) -> dict[str, Any]:
     """The error's body (the module's one shape)."""
-    body: dict[str, Any] = {"error": type(exc).__name__, "detail": str(exc)}
+    body: dict[str, Any] = {"error": type(exc).__name__, "detail": redact(str(exc))}
     param = getattr(exc, "param", None) or getattr(exc, "argument", None)
     if isinstance(param, str):
         body["param"] = param

@@ -137,9 +137,9 @@ def _walk(catalog: Catalog, parent: Namespace) -> list[Namespace]:
 
 def _namespaces(info: CatalogInfo, namespace: str | None) -> tuple[Catalog, list[Namespace]]:
     """The catalog and the namespaces to list: all of them, or ``namespace`` and those below."""
+    catalog = _catalog(info.name)  # first: a broken catalog entry is 503 whatever it names
     if info.type == "filesystem" and not info.exists:
         raise NotFound(f"warehouse {info.warehouse} of catalog {info.name!r} does not exist")
-    catalog = _catalog(info.name)
     if namespace is None:
         return catalog, _walk(catalog, ())
     levels = to_namespace(namespace)

@@ -286,6 +286,9 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # no secret of a catalog's configuration in a log line or traceback (floe.catalog.config)
+    "filters": {"secrets": {"()": "floe.catalog.config.RedactSecrets"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain",
+                             "filters": ["secrets"]}},
     "root": {"handlers": ["console"], "level": envstr("FLOE_LOG_LEVEL", "INFO")},
 }

@@ -33,6 +33,7 @@ from explorer import selectors, services
 from explorer.models import TaskRun
 from explorer.task_kinds import KINDS
 from explorer.task_outcomes import milestone
+from floe.catalog.config import redact
 from floe.errors import CommitConflict, FloeError
 from floe.maintenance import Cancelled, Progress
 from floe.metadata import TableMetadata
@@ -167,7 +168,7 @@ class RunContext:
 
 
 def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
+    text = redact(str(exc)).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
@@ -236,7 +237,7 @@ def execute(task_run_id: int, *, threaded: bool,
             logger.exception("task run %s failed", run.pk)
         services.task_run_finish(task_run_id=run.pk, state=TaskRun.State.FAILED,
                                  error=_one_line(exc) if isinstance(exc, FloeError)
-                                 else f"{type(exc).__name__}: {exc}",
+                                 else f"{type(exc).__name__}: {redact(str(exc))}",
                                  after=_after(run) if spec.table_scoped else None,
                                  progress=ctx.milestone())
         return

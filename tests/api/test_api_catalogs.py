@@ -21,7 +21,8 @@ def test_catalogs_lists_the_local_warehouse(api: APIClient, warehouse: Path) -> 
     response = api.get("/api/catalogs/")
     assert response.status_code == 200
     assert response.json() == [
-        {"name": "local", "type": "filesystem", "warehouse": str(warehouse), "exists": True}
+        {"name": "local", "type": "filesystem", "warehouse": str(warehouse), "exists": True,
+         "problem": None}
     ]
     assert api.get("/api/catalogs/local/").json()["name"] == "local"
 
