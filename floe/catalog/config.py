@@ -59,6 +59,8 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from floe.catalog.base import Catalog, TableIdentifier
+from floe.catalog.rest import OPTION_PREFIXES as REST_OPTION_PREFIXES
+from floe.catalog.rest import OPTIONS as REST_OPTIONS
 from floe.errors import CatalogUnavailable, FloeError, NotFound, ValidationError
 from floe.io import FileIO
 from floe.table import Table
@@ -296,6 +298,12 @@ def _filesystem(name: str, options: Mapping[str, str], io: FileIO | None) -> Cat
     return FileSystemCatalog(name, options["warehouse"], io)
 
 
+def _rest(name: str, options: Mapping[str, str], io: FileIO | None) -> Catalog:
+    from floe.catalog.rest import RestCatalog
+
+    return RestCatalog(name, options, io)
+
+
 def _sql(name: str, options: Mapping[str, str], io: FileIO | None) -> Catalog:
     from floe.catalog.sql import SqlCatalog
 
@@ -310,6 +318,12 @@ CATALOG_TYPES: dict[str, _CatalogType] = {
     "sql": _CatalogType(
         frozenset({"uri"}), frozenset({"warehouse", "init_catalog_tables"}), _sql,
         frozenset({"warehouse"}), pyiceberg_ignored=frozenset({"echo", "pool_pre_ping"}),
+    ),
+    "rest": _CatalogType(
+        frozenset({"uri"}), REST_OPTIONS - {"uri"}, _rest, prefixes=REST_OPTION_PREFIXES,
+        # floe loads every snapshot, plans scans itself and has no views
+        pyiceberg_ignored=frozenset({"snapshot-loading-mode", "scan-planning-mode",
+                                     "view-endpoints-supported", "rest.sigv4.max-retries"}),
     ),
 }
 
