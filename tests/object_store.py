@@ -77,6 +77,13 @@ SeaweedFS's Iceberg REST catalog
 - Commits (``POST .../tables/T``, requirements + updates): a failed requirement is 409
   ``CommitFailedException`` and changes nothing; an unknown table is 404
   ``NoSuchTableException``.
+- (Proved by tests/floe/test_rest_catalog.py.) createTable of a name that exists answers 200
+  with the EXISTING table (no 409; the new schema and properties are ignored); registerTable
+  of a taken name is 409 ``AlreadyExistsException``; dropping a namespace is 409
+  ``NamespaceNotEmptyException`` only when it holds tables (namespaces below it do not count);
+  renameTable works (204). SigV4 requests that sign the body's SHA-256
+  (``X-Amz-Content-SHA256``, as floe's do) pass for POSTs too, with any signing name and
+  ``%1F`` in the path.
 - loadTable's ``config`` (no delegation header): ``{"s3.endpoint": "http://127.0.0.1:<s3
   port>", "s3.path-style-access": "true", "s3.region": "us-east-1"}`` and no keys: a client
   brings its own S3 credentials. With ``X-Iceberg-Access-Delegation: vended-credentials``

@@ -477,6 +477,40 @@ class _Forwarder:
         return sum(1 for _, p, _ in self.seen if path_part in p)
 
 
+def test_a_catalog_that_does_not_answer_in_time_gives_up_reads_and_commits_are_unknown(
+        seaweedfs: SeaweedFS, ns: tuple[str]) -> None:
+    slow: set[str] = set()
+
+    def late(method: str, path: str) -> None:
+        if method in slow:
+            time.sleep(1.5)  # then forwarded: the request is done, its answer comes too late
+        return None
+
+    forwarder = _Forwarder(seaweedfs.catalog_uri, answer=late)
+    try:
+        catalog = _catalog(seaweedfs, uri=forwarder.url, **{
+            "rest.client.socket-timeout-ms": "500", "rest.client.max-retries": "1"})
+        table = catalog.create_table(f"{ns[0]}.t", SCHEMA)
+        table.append(_rows(0, 2))
+        slow.add("GET")
+        started = time.monotonic()
+        with pytest.raises(CatalogUnavailable, match=r"loading table .*\.t: no answer after 2 "
+                                                     r"attempts \(TimeoutError"):
+            catalog.load_table(f"{ns[0]}.t")
+        assert time.monotonic() - started < 3  # two timeouts of 0.5 s and a backoff
+        slow.clear()
+        table.refresh()
+        slow.add("POST")
+        with pytest.raises(CommitStateUnknown, match="answer was lost.*refresh the table"):
+            table.append(_rows(2, 2))
+        slow.clear()
+        time.sleep(1.5)  # the forwarder delivers the commit
+        assert _floe_rows(table) == sorted((i, f"c{i % 3}") for i in range(4))
+        assert len(_data_files(table)) == 2
+    finally:
+        forwarder.close()
+
+
 def test_a_token_is_renewed_before_it_expires_and_once_when_refused(
         seaweedfs: SeaweedFS, ns: tuple[str]) -> None:
     issued: list[str] = []
