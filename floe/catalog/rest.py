@@ -184,7 +184,7 @@ class _Transport:
         self.connect_timeout = connect_timeout
         self.socket_timeout = socket_timeout
         self._local = threading.local()
-        self._all: list[http.client.HTTPConnection] = []
+        self._open: set[http.client.HTTPConnection] = set()  # kept alive, in some pool
         self._lock = threading.Lock()
         self._ssl: ssl.SSLContext | None = None
 
@@ -216,6 +216,8 @@ class _Transport:
         pool: dict[tuple[str, str, int | None], http.client.HTTPConnection] = \
             self._local.__dict__.setdefault("pool", {})
         conn = pool.pop(key, None) if reuse else None
+        if conn is not None and conn.sock is None:  # closed (by close()) while pooled
+            conn = None
         pooled = conn is not None
         if conn is None:
             conn = self._connect(scheme, host, port)
@@ -224,26 +226,31 @@ class _Transport:
             response = conn.getresponse()
             data = response.read()
         except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
-            conn.close()
+            self._close(conn)
             if pooled:  # the server closed the idle connection: ask once more on a new one
                 return self.send(method, url, headers, body, reuse=False)
             raise
         except BaseException:
-            conn.close()
+            self._close(conn)
             raise
         answer = _Response(response.status,
                            {k.lower(): v for k, v in response.getheaders()}, data)
         if reuse and not response.will_close:
             pool[key] = conn
             with self._lock:
-                self._all.append(conn)
+                self._open.add(conn)
         else:
-            conn.close()
+            self._close(conn)
         return answer
+
+    def _close(self, conn: http.client.HTTPConnection) -> None:
+        conn.close()
+        with self._lock:
+            self._open.discard(conn)
 
     def close(self) -> None:
         with self._lock:
-            conns, self._all = self._all, []
+            conns, self._open = self._open, set()
         for conn in conns:
             conn.close()
 
@@ -794,6 +801,8 @@ class RestCatalog(Catalog):
             return True
         if answer.status == 404:
             return False
+        if answer.status in (405, 501):  # a server without HEAD routes
+            return super().namespace_exists(ns)
         raise self._error(answer, f"looking for namespace {'.'.join(ns)}")
 
     # -- tables ----------------------------------------------------------------------------
@@ -886,6 +895,8 @@ class RestCatalog(Catalog):
             return True
         if answer.status == 404:
             return False
+        if answer.status in (405, 501):  # a server without HEAD routes
+            return super().table_exists(ident)
         raise self._error(answer, f"looking for table {ident}")
 
     def default_table_location(self, ident: TableIdentifier) -> str:

@@ -102,6 +102,8 @@ def test_the_prefix_comes_from_the_config_and_the_token_from_the_credential(
                                   "credential": f"{seaweedfs.access_key}:{seaweedfs.secret_key}"})
     assert ns in direct.list_namespaces()
     assert "SECRET" not in repr(catalog) and seaweedfs.catalog_uri in repr(catalog)
+    catalog.close()  # its kept-alive connections; a later call opens new ones
+    assert catalog.namespace_exists(ns)
 
 
 def test_a_wrong_secret_is_one_line_naming_the_catalog_without_the_secret(
