@@ -51,8 +51,13 @@ GLUE_SECRET = "glue-CLIENT-SECRET-4d4d"
 YAML_TOKEN = "yaml-TOKEN-SECRET-8c8c"
 SECRETS = (S3_WRONG, S3_UNREACHABLE, SESSION_TOKEN, ADLS_KEY, GCS_TOKEN, PG_PASSWORD,
            OPTION_TOKEN, REST_SECRET, YAML_PASSWORD, GLUE_SECRET, YAML_TOKEN)
-#: From floe's catalog file, then from PyIceberg's .pyiceberg.yaml and variables.
-BROKEN = ("s3bad", "unreach", "pgbad", "badopt", "restbad", "yamlodd", "yamlglue", "yamlrest")
+#: What goes wrong with each: from floe's catalog file, then from PyIceberg's .pyiceberg.yaml
+#: and variables.
+WHY = {"s3bad": "access denied", "unreach": "s3://floe-plain/nothing-here",
+       "pgbad": 'role "floe_no_such_role" does not exist', "badopt": "unknown option 'token'",
+       "restbad": "refused the credential", "yamlodd": "cannot infer the catalog type",
+       "yamlglue": "does not support glue catalogs", "yamlrest": "Connection refused"}
+BROKEN = tuple(WHY)
 
 
 def closed_port() -> int:
@@ -146,6 +151,8 @@ warehouse = "{warehouse}"
     monkeypatch.setenv("PYICEBERG_HOME", str(pyiceberg_home))
     monkeypatch.setenv("PYICEBERG_CATALOG__YAMLREST__URI", f"http://127.0.0.1:{closed_port()}")
     monkeypatch.setenv("PYICEBERG_CATALOG__YAMLREST__TOKEN", YAML_TOKEN)
+    # rest.client.max-retries: fail at once (GETs to a closed port retry with backoff)
+    monkeypatch.setenv("PYICEBERG_CATALOG__YAMLREST__REST__CLIENT__MAX_RETRIES", "0")
     config = tmp_path / "catalogs.toml"
     settings.FLOE_CATALOGS = str(config)
     monkeypatch.setenv("FLOE_CATALOGS", str(config))
@@ -180,6 +187,7 @@ def test_no_secret_in_any_message_page_answer_audit_entry_or_log(
             out, err = capsys.readouterr()
             setup.seen += [out, err]
             assert err.count("\n") == 1 and f"catalog '{name}'" in err, (args, err)
+            assert WHY[name] in err, (args, err)
     assert floe_cli(["describe", "local:fs.t"]) == 0  # the others still work
     setup.seen += list(capsys.readouterr())
 

@@ -290,6 +290,12 @@ catalog:
   typed:
     type: SQL
     uri: postgresql+psycopg://someone@127.0.0.1:1/db
+  web:
+    uri: https://catalog.example/api/catalog
+    credential: client:web-SECRET-2
+    warehouse: lakehouse
+    header.X-Client: floe
+    snapshot-loading-mode: all
   lake:
     type: glue
   thrifty:
@@ -307,13 +313,14 @@ catalog:
     configs = load_catalogs()
     theirs = pyiceberg_view()
     assert sorted(configs) == sorted(theirs) == [
-        "env-only", "lake", "notype", "odd", "prod", "thrifty", "typed"]
-    for name in ("prod", "typed", "env-only"):  # floe's options are PyIceberg's
+        "env-only", "lake", "notype", "odd", "prod", "thrifty", "typed", "web"]
+    for name, kind in (("prod", "sql"), ("typed", "sql"), ("env-only", "sql"), ("web", "rest")):
         assert configs[name].problem is None, configs[name].problem
-        assert configs[name].type == "sql"
-        ignored = {"type", "echo"}
+        assert configs[name].type == kind  # given, or inferred from the uri as PyIceberg does
+        ignored = {"type", "echo", "snapshot-loading-mode"}  # nothing floe would do otherwise
         assert configs[name].options == {k: v for k, v in theirs[name].items()
                                          if k not in ignored}
+    assert configs["web"].options["header.x-client"] == "floe"  # PyIceberg lower-cases keys
     assert configs["prod"].options["s3.endpoint"] == "http://127.0.0.1:7"  # the variable wins
     assert configs["prod"].options["s3.secret-access-key"] == "yaml-SECRET-1"
     assert configs["prod"].source == (
@@ -333,7 +340,7 @@ catalog:
         assert problem.startswith(f"{yaml}: catalog {name!r}: ")
         with pytest.raises(ValidationError, match="catalog"):
             load_catalog(name)
-    assert "yaml-SECRET-1" not in repr(configs)
+    assert "yaml-SECRET-1" not in repr(configs) and "web-SECRET-2" not in repr(configs)
 
 
 def test_pyiceberg_files_are_found_where_pyiceberg_looks(
