@@ -25,24 +25,19 @@ class SparkJobError(errors.FloeError):
     Spark analysis error)."""
 
 
-#: floe errors that are re-raised as themselves; others (MetadataError takes two arguments)
-#: become a FloeError with the same message.
-_SAME_CLASS: dict[str, type[errors.FloeError]] = {
-    "ValidationError": errors.ValidationError,
-    "FilterInvalid": errors.FilterInvalid,
-    "FilterTooDeep": errors.FilterTooDeep,
-    "NotFound": errors.NotFound,
-    "CommitConflict": errors.CommitConflict,
-    "CommitStateUnknown": errors.CommitStateUnknown,
-    "UnsupportedFormatVersion": errors.UnsupportedFormatVersion,
+#: floe errors defined above floe.errors, by the name a traceback shows: re-raised as the
+#: floe.errors class they derive from (every class of floe.errors is re-raised as itself).
+_ELSEWHERE: dict[str, type[errors.FloeError]] = {
     "TableAlreadyExists": errors.ValidationError,
+    "NamespaceAlreadyExists": errors.ValidationError,
+    "NamespaceNotEmpty": errors.ValidationError,
+    "CommitRefused": errors.ValidationError,
+    "UnsupportedOperation": errors.FloeError,
     "Cancelled": errors.FloeError,
-    "MetadataError": errors.FloeError,
     "UnsupportedDeletes": errors.FloeError,
-    "FloeError": errors.FloeError,
+    "SparkJobError": errors.FloeError,
 }
-_FLOE_LINE = re.compile(
-    r"^(?:floe\.[\w.]+\.)?(" + "|".join(_SAME_CLASS) + r"): (.+)$")
+_FLOE_LINE = re.compile(r"^(?:floe\.[\w.]+\.)?([A-Z]\w*): (.+)$")
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): (.+)$")
 #: Spark's own wrappers around a Python traceback: never the meaningful line
 _WRAPPERS = ("PythonException", "AnalysisException", "Py4JJavaError", "SparkException",
@@ -55,13 +50,28 @@ def _lines(text: str) -> list[str]:
     return [line.strip().removeprefix(": ") for line in text.splitlines() if line.strip()]
 
 
+def _floe_error(name: str, message: str) -> errors.FloeError | None:
+    """The floe error ``name: message`` was, rebuilt; None when ``name`` is no floe error."""
+    cls = getattr(errors, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, errors.FloeError)):
+        cls = _ELSEWHERE.get(name)
+        if cls is None:
+            return None
+    if issubclass(cls, errors.MetadataError):  # (location, problem), shown "location: problem"
+        location, sep, problem = message.partition(": ")
+        return cls(location, problem) if sep else errors.FloeError(message)
+    if issubclass(cls, errors.InvalidArgument):  # its argument's name is not in the text
+        return errors.ValidationError(message)
+    return cls(message)
+
+
 def floe_error_of(text: str) -> errors.FloeError | None:
     """The floe error a traceback text ends in (the innermost one), or None."""
     found: errors.FloeError | None = None
     for line in _lines(text):
         m = _FLOE_LINE.match(line)
         if m:
-            found = _SAME_CLASS[m.group(1)](_NOISE.sub("", m.group(2)))
+            found = _floe_error(m.group(1), _NOISE.sub("", m.group(2))) or found
     return found
 
 

@@ -9,10 +9,12 @@ carries them.
 * Spark appends and overwrites a table in the bucket (``floe.spark.write`` and the plain
   ``df.write.format("floe")`` API); PyIceberg and DuckDB read what was written.
 * The same through ``CATALOG:namespace.table`` of a SQL catalog whose warehouse is in the
-  bucket.
+  bucket, and of SeaweedFS's REST catalog (its tables' storage configuration comes from the
+  catalog).
 * Compaction on Spark (sort and bin-pack) of tables in the bucket; PyIceberg and DuckDB read
   the result.
-* Wrong credentials are one line naming the location, without the secret.
+* Wrong credentials are the floe error they were (every floe error comes back out of a Spark
+  traceback as itself), one line naming the location, without the secret.
 """
 
 from __future__ import annotations
@@ -37,12 +39,14 @@ from lake_engines import (
 
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.catalog.sql import SqlCatalog
+from floe import errors
 from floe.errors import FloeError
 from floe.io import FileIO
 from floe.partitioning import parse_partition_by
 from floe.schema import Schema
 from floe.spark import read, spark_errors, write
 from floe.spark.compaction import compact
+from floe.spark.errors import floe_error_of
 from floe.types import DATE, DOUBLE, LONG, STRING, NestedField
 from tests.object_store import (
     SeaweedFS,
@@ -59,6 +63,7 @@ pytestmark = [pytest.mark.objectstore, pytest.mark.spark]
 SCHEMA = Schema(NestedField(1, "id", LONG, required=False), NestedField(2, "cat", STRING),
                 NestedField(3, "value", DOUBLE), NestedField(4, "day", DATE))
 SQL_CATALOG = "s3lake"
+REST_CATALOG = "seaweed"
 
 
 def _rows(ids: range, cat: str | None = None) -> pa.Table:
@@ -105,9 +110,18 @@ def lake(seaweedfs: SeaweedFS, tmp_path_factory: pytest.TempPathFactory) -> Iter
     database = root / "catalog.db"
     warehouse = f"s3://{seaweedfs.bucket}/{unique_name('sparksql')}"
     storage = "\n".join(f'"{k}" = "{v}"' for k, v in props.items())
+    # and SeaweedFS's REST catalog with the S3 keys only: the endpoint comes with each table
+    # (loadTable's config, given when no credentials are asked to be vended)
     (root / "catalogs.toml").write_text(
         f'[catalogs.{SQL_CATALOG}]\ntype = "sql"\nuri = "sqlite:///{database}"\n'
-        f'warehouse = "{warehouse}"\n{storage}\n')
+        f'warehouse = "{warehouse}"\n{storage}\n\n'
+        f'[catalogs.{REST_CATALOG}]\ntype = "rest"\nuri = "{seaweedfs.catalog_uri}"\n'
+        f'warehouse = "{seaweedfs.warehouse}"\n'
+        f'credential = "{seaweedfs.access_key}:{seaweedfs.secret_key}"\n'
+        f'"oauth2-server-uri" = "{seaweedfs.token_url}"\n'
+        f'"header.X-Iceberg-Access-Delegation" = ""\n'
+        f'"s3.access-key-id" = "{seaweedfs.access_key}"\n'
+        f'"s3.secret-access-key" = "{seaweedfs.secret_key}"\n')
     with pytest.MonkeyPatch.context() as env:
         env.setenv("FLOE_CATALOGS", str(root / "catalogs.toml"))
         yield Lake(seaweedfs, props, catalog, con, catalog.table_location("db.duck"),
@@ -200,6 +214,35 @@ def test_spark_reads_and_writes_through_a_catalog_with_storage_properties(
     catalog.close()
 
 
+def test_spark_reads_and_writes_through_a_rest_catalog_whose_tables_carry_the_endpoint(
+        lake: Lake, spark: Any) -> None:  # noqa: F811
+    """The catalog entry has the S3 keys but no endpoint: each table's FileIO gets it from
+    the catalog's answer, and the executors get that FileIO's configuration."""
+    from floe.catalog.config import load_catalog
+
+    namespace = unique_name("spark")
+    catalog = load_catalog(REST_CATALOG)
+    assert "s3.endpoint" not in catalog.io.properties
+    catalog.create_namespace(namespace)
+    catalog.create_table(f"{namespace}.t", SCHEMA, parse_partition_by("cat", SCHEMA))
+    name = f"{REST_CATALOG}:{namespace}.t"
+    committed = write(spark.createDataFrame(_rows(range(0, 12))), name)
+    write(spark.createDataFrame(_rows(range(12, 15), "z")), name)
+    expected = multiset(_rows(range(0, 12))) + multiset(_rows(range(12, 15), "z"))
+
+    assert multiset(_spark_rows(read(spark, name))) == expected
+    assert multiset(_spark_rows(read(spark, name, snapshot_id=committed))) == multiset(
+        _rows(range(0, 12)))
+    table = catalog.load_table(f"{namespace}.t")
+    assert table.io.properties["s3.endpoint"] == lake.server.endpoint
+    assert len(table.metadata.snapshots) == 2
+    pyiceberg = pyiceberg_rest_catalog(lake.server).load_table((namespace, "t"))
+    assert multiset(pyiceberg_read(pyiceberg)) == expected
+    assert multiset(lake.duckdb.execute(f"SELECT * FROM lake.{namespace}.t").to_arrow_table()
+                    ) == expected
+    catalog.close()
+
+
 @pytest.mark.parametrize(("table_name", "strategy"), [("db.duck", "sort"),
                                                       ("db.target", "binpack")])
 def test_compaction_on_spark_of_a_table_in_the_bucket(
@@ -222,11 +265,39 @@ def test_compaction_on_spark_of_a_table_in_the_bucket(
     assert all(not t.delete_files for t in _plan(table))
 
 
-def test_wrong_credentials_are_one_line_without_the_secret(
+def test_wrong_credentials_are_the_floe_error_they_were_in_one_line_without_the_secret(
         lake: Lake, spark: Any) -> None:  # noqa: F811
+    """Spark raises it while it makes the source in a Python worker; it comes back as the
+    error floe raises for the same read outside Spark."""
+    from floe.catalog.filesystem import resolve_metadata_location
+
     wrong = {**lake.props, "s3.secret-access-key": "not-the-SECRET-7f3a"}
+    with pytest.raises(FloeError) as direct:
+        resolve_metadata_location(FileIO(wrong), lake.duck_table)
     with pytest.raises(FloeError) as caught:
         read(spark, lake.duck_table, **wrong)
+    assert type(caught.value) is type(direct.value)
     message = str(caught.value)
+    assert message == str(direct.value)
     assert "\n" not in message and lake.duck_table in message
     assert "not-the-SECRET-7f3a" not in message and lake.server.secret_key not in message
+
+
+FLOE_ERRORS = sorted((c for c in vars(errors).values()
+                      if isinstance(c, type) and issubclass(c, errors.FloeError)),
+                     key=lambda c: c.__name__)
+
+
+@pytest.mark.parametrize("error", FLOE_ERRORS, ids=lambda c: c.__name__)
+def test_every_floe_error_in_a_spark_traceback_comes_back_as_itself(
+        error: type[errors.FloeError]) -> None:
+    message = "s3://bucket/t/metadata/v3.metadata.json: access denied (403 Forbidden)"
+    text = ("[PYTHON_DATA_SOURCE_ERROR] Failed to create Python data source instance: "
+            "Traceback (most recent call last):\n"
+            '  File "/srv/floe/io/objectstore.py", line 418, in list_dir\n'
+            "    raise err from None\n"
+            f"floe.errors.{error.__name__}: {message} SQLSTATE: 38000\n")
+    found = floe_error_of(text)
+    # InvalidArgument's keyword is not in its text: it comes back as the ValidationError it is
+    assert type(found) is (errors.ValidationError if error is errors.InvalidArgument else error)
+    assert str(found) == message
