@@ -51,6 +51,12 @@ class NotFound(FloeError, LookupError):
     """A table, snapshot, ref, schema or file that does not exist."""
 
 
+class StoreUnavailable(FloeError):
+    """An object store that cannot be used now: it refuses the credentials, does not answer
+    in time, or keeps failing after the retries. The message names the location, never a
+    secret."""
+
+
 class CatalogUnavailable(FloeError):
     """A catalog that cannot be used now: its database or server cannot be reached or
     refuses the credentials. One line naming the catalog, never a secret."""

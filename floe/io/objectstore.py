@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-from floe.errors import FloeError, NotFound, OutcomeUnknown, ValidationError
+from floe.errors import FloeError, NotFound, OutcomeUnknown, StoreUnavailable, ValidationError
 from floe.io.store import FileInfo, Store
 
 if TYPE_CHECKING:
@@ -483,10 +483,13 @@ def _error(exc: BaseException, location: str) -> Exception:
     if isinstance(exc, AlreadyExistsError | PreconditionError) or status == 412:
         return FileExistsError(17, "file already exists", location)
     if isinstance(exc, UnauthenticatedError) or status == 401:
-        return FloeError(f"{location}: the store refused the credentials ({_clean(exc)})")
+        return StoreUnavailable(f"{location}: the store refused the credentials "
+                                f"({_clean(exc)})")
     if isinstance(exc, PermissionDeniedError) or status == 403:
-        return FloeError(f"{location}: access denied: check the credentials and the rights "
-                         f"on the bucket ({_clean(exc)})")
+        return StoreUnavailable(f"{location}: access denied: check the credentials and the "
+                                f"rights on the bucket ({_clean(exc)})")
     if isinstance(exc, FloeError):
         return exc
-    return FloeError(f"{location}: {_clean(exc)}")
+    if status is not None and 400 <= status < 500 and status not in (408, 429):
+        return FloeError(f"{location}: {_clean(exc)}")  # an answer about this request
+    return StoreUnavailable(f"{location}: {_clean(exc)}")  # no answer, or the store failing
