@@ -675,6 +675,8 @@ class RestCatalog(Catalog):
             detail += " (check the catalog's credential, token or signing keys)"
             if kind is FloeError:  # refused whatever it was asked: the catalog is unusable
                 kind = CatalogUnavailable
+        elif answer.status >= 500 and kind is FloeError:  # failing (after the retries)
+            kind = CatalogUnavailable
         return kind(self._scrub(f"catalog {self.name!r}: {what} ({detail})"))
 
     def _get_json(self, url: str, what: str, not_found: str | None = None) -> Any:
