@@ -12,7 +12,10 @@ created (its database is down) is :class:`explorer.errors.CatalogUnavailable` (5
 tried again on the next request; the others keep working.
 
 The one confinement rule: every catalog reads files through a :class:`WarehouseIO`, which
-opens a file only when its real path (symlinks resolved) is inside the catalog's warehouse.
+opens a file only when its real path (symlinks resolved) is inside the catalog's warehouse,
+in buckets by prefix. A REST catalog whose warehouse is not a place but a name (as Polaris and
+Lakekeeper name theirs) or that has none confines each table to its own places instead: its
+location, and its ``write.data.path`` / ``write.metadata.path`` when set (:func:`confine`).
 Anything else, a table directory that is a symlink to elsewhere, a metadata file, manifest
 list, manifest or data file named outside, is :class:`explorer.errors.OutsideWarehouse`: the
 same error and the same status (422, a file the request needs cannot be read) on every page
@@ -30,6 +33,8 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import copy
+import dataclasses
 import logging
 import os
 import threading
@@ -43,6 +48,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from explorer.cache import CACHE
 from explorer.errors import CatalogUnavailable, OutsideWarehouse, TableMoved
+from floe import properties as table_properties
 from floe.catalog.base import Catalog
 from floe.catalog.config import (
     CatalogConfig,
@@ -55,6 +61,7 @@ from floe.errors import CatalogUnavailable as FloeCatalogUnavailable
 from floe.errors import FloeError, NotFound, ValidationError
 from floe.inspect import moved_from
 from floe.io import FileInfo, FileIO, is_local, local_path
+from floe.metadata import TableMetadata
 from floe.table import Table
 
 __all__ = [
@@ -68,6 +75,7 @@ __all__ = [
     "catalog_names",
     "check_configuration",
     "close_catalogs",
+    "confine",
     "note_moved",
     "table_moved",
 ]
@@ -108,21 +116,88 @@ def _object_prefix(location: str | None) -> str | None:
     return f"{scheme}://" + "/".join(parts) + "/"
 
 
+def _place(location: str) -> str | None:
+    """A place files are read from, normalized to compare (:func:`_inside`): an object-store
+    prefix, or a local directory with symlinks resolved; None for what is neither."""
+    prefix = _object_prefix(location)
+    if prefix is not None:
+        return prefix
+    try:
+        return os.path.realpath(local_path(location))
+    except ValidationError:
+        return None
+
+
+def _inside(location: str, place: str) -> bool:
+    """Whether ``location`` (resolved as :func:`_place` does) is inside ``place``."""
+    if "://" in place:
+        return (_object_prefix(location) or "").startswith(place)
+    try:
+        real = os.path.realpath(local_path(location))
+    except ValidationError:
+        return False
+    return os.path.commonpath([place, real]) == place
+
+
+#: The table properties that put a table's files elsewhere than under its location (Java's
+#: location providers: ``write.object-storage.path`` and ``write.folder-storage.path`` are the
+#: older names of ``write.data.path``).
+TABLE_PLACE_PROPERTIES = (table_properties.DATA_PATH, table_properties.METADATA_PATH,
+                          "write.object-storage.path", "write.folder-storage.path")
+
+
+def table_places(metadata: TableMetadata) -> tuple[str, ...]:
+    """Where a table's files may be: its location and the paths its properties name."""
+    named = [metadata.location] + [metadata.properties[k] for k in TABLE_PLACE_PROPERTIES
+                                   if metadata.properties.get(k)]
+    return tuple(dict.fromkeys(p for p in (_place(n) for n in named if n) if p))
+
+
+def warehouse_is_place(warehouse: str | None) -> bool:
+    """Whether a catalog's ``warehouse`` names a place (a path, a ``file:`` or object-store
+    URI), not a name a REST catalog knows its warehouse by (Polaris, Lakekeeper)."""
+    return bool(warehouse) and ("://" in str(warehouse) or str(warehouse).startswith("file:")
+                                or os.path.isabs(str(warehouse)))
+
+
 class WarehouseIO(FileIO):
     """A :class:`~floe.io.FileIO` that reads and writes only inside one warehouse, symlinks
-    resolved. Existence checks and listings pass through (they reveal names, not content)."""
+    resolved; with ``per_table`` (a REST catalog whose warehouse is a name) only inside one
+    table's places (:meth:`for_table`). Existence checks and listings pass through (they
+    reveal names, not content)."""
 
     def __init__(self, catalog: str, warehouse: str | None,
-                 properties: Mapping[str, str] | None = None) -> None:
+                 properties: Mapping[str, str] | None = None, *,
+                 per_table: bool = False) -> None:
         super().__init__(properties)
         self.catalog = catalog
         self.warehouse = warehouse
-        self.root = _real_root(warehouse)
+        self.per_table = per_table
+        self.root = None if per_table else _real_root(warehouse)
         #: An object-store warehouse (``s3://bucket/prefix``), as a normalized prefix.
-        self.prefix = _object_prefix(warehouse)
+        self.prefix = None if per_table else _object_prefix(warehouse)
+        #: per_table: the places of the one table this FileIO reads (:meth:`for_table`);
+        #: None on the catalog's own FileIO.
+        self.table_places: tuple[str, ...] | None = None
+        #: per_table: the places of every table opened, which the catalog's own FileIO reads
+        #: (a table's next metadata file, when it is refreshed after a commit). Shared by
+        #: every FileIO made from this one.
+        self.known_places: set[str] = set()
         #: Where tables opened from this catalog were (their metadata's location, as a path)
         #: → where they are now (explorer.catalogs.note_moved).
         self.moved: dict[str, str] = {}
+
+    def for_table(self, metadata: TableMetadata) -> WarehouseIO:
+        """per_table: this FileIO (its storage configuration, its clients) confined to the
+        places of the table ``metadata`` describes, which the catalog's own FileIO may read
+        from then on; otherwise this FileIO itself."""
+        if not self.per_table:
+            return self
+        places = table_places(metadata)
+        self.known_places.update(places)
+        confined = copy.copy(self)  # shares the clients, the known places, the moved tables
+        confined.table_places = places
+        return confined
 
     def _moved(self, location: str, problem: str) -> TableMoved | None:
         """TableMoved for a file under a moved table's old place, else None."""
@@ -139,8 +214,12 @@ class WarehouseIO(FileIO):
         return None
 
     def check(self, location: str) -> None:
-        """OutsideWarehouse unless ``location`` (resolved) is inside the warehouse
-        (TableMoved when it is under the old place of a moved table)."""
+        """OutsideWarehouse unless ``location`` (resolved) is inside the warehouse, or per
+        table inside the table's places (TableMoved when it is under the old place of a
+        moved table)."""
+        if self.per_table:
+            self._check_table(location)
+            return
         if self.root is None and self.prefix is None:
             raise OutsideWarehouse(
                 location, f"catalog {self.catalog!r} has no warehouse, and the explorer reads "
@@ -163,6 +242,22 @@ class WarehouseIO(FileIO):
             raise OutsideWarehouse(
                 location, f"outside the warehouse {self.warehouse} of catalog "
                 f"{self.catalog!r} (symlinks resolved); not read")
+
+    def _check_table(self, location: str) -> None:
+        places = self.table_places
+        if places is None:  # the catalog's own FileIO: any table's places
+            places = tuple(self.known_places)
+        if any(_inside(location, p) for p in places):
+            return
+        named = ("of the tables opened" if self.table_places is None
+                 else f"of the table ({', '.join(places)})")
+        why = (f"outside the places {named} in catalog {self.catalog!r}, whose warehouse is "
+               "not a place: the explorer reads a table's files only inside its location and "
+               "its write.data.path / write.metadata.path")
+        moved = self._moved(location, why + ", so nothing is read from it")
+        if moved is not None:
+            raise moved
+        raise OutsideWarehouse(location, f"{why}; not read")
 
     def guard(self, location: str) -> None:
         """Every read and write of content, and floe's caches before a lookup: the one
@@ -262,8 +357,9 @@ class CatalogInfo:
     @property
     def exists(self) -> bool:
         """Whether the warehouse directory exists (a file-system catalog without it is empty);
-        a warehouse in a bucket is taken to (its listing says what is there)."""
-        if self.warehouse and not is_local(self.warehouse):
+        a warehouse in a bucket, or a REST catalog's, is taken to (its listing says what is
+        there)."""
+        if self.type == "rest" or (self.warehouse and not is_local(self.warehouse)):
             return True
         root = _real_root(self.warehouse)
         return root is not None and os.path.isdir(root)
@@ -289,7 +385,8 @@ def _config_key() -> tuple[object, ...]:
     variables = sorted((k, v) for k, v in os.environ.items()
                        if k.lower().startswith("pyiceberg_"))
     return (settings.FLOE_CATALOGS, str(path), _file_version(path), settings.FLOE_WAREHOUSE,
-            tuple(pyiceberg), tuple(variables))
+            tuple(pyiceberg), tuple(variables), settings.FLOE_CATALOG_TIMEOUT,
+            settings.FLOE_CATALOG_RETRIES)
 
 
 class _Registry:
@@ -313,9 +410,13 @@ class _Registry:
             return catalog
         # Connect outside the lock: a database that does not answer must not hold up the
         # requests for the other catalogs.
+        warehouse = config.options.get("warehouse")
+        io = WarehouseIO(name, warehouse, config.storage_properties,
+                         per_table=config.type == "rest" and not warehouse_is_place(warehouse))
+        if config.type == "rest":  # a server that does not answer fails a page in bounded time
+            config = dataclasses.replace(config, options={**_rest_limits(), **config.options})
         try:
-            created = config.create(WarehouseIO(name, config.options.get("warehouse"),
-                                                config.storage_properties))
+            created = config.create(io)
         except FloeCatalogUnavailable as exc:  # one line naming the catalog, no secret
             raise CatalogUnavailable(str(exc)) from None
         except (FloeError, SQLAlchemyError, OSError) as exc:
@@ -334,6 +435,18 @@ class _Registry:
                 with contextlib.suppress(Exception):  # closing must not fail a request
                     catalog.close()
             self.catalogs.clear()
+
+
+def _rest_limits() -> dict[str, str]:
+    """The time limits of a REST catalog's requests unless its entry sets its own:
+    ``FLOE_CATALOG_TIMEOUT`` seconds to connect and for each read of an answer, asked
+    ``FLOE_CATALOG_RETRIES`` more times when it changes nothing (floe.catalog.rest's options;
+    its own defaults, a minute and four, are a command's)."""
+    return {
+        "rest.client.connection-timeout-ms": str(int(settings.FLOE_CATALOG_TIMEOUT * 1000)),
+        "rest.client.socket-timeout-ms": str(int(settings.FLOE_CATALOG_TIMEOUT * 1000)),
+        "rest.client.max-retries": str(settings.FLOE_CATALOG_RETRIES),
+    }
 
 
 _registry: _Registry | None = None
@@ -422,6 +535,16 @@ def table_moved(table: Table) -> dict[str, str] | None:
     except ValidationError:  # not a local path: say nothing about whether it is there
         pass
     return {"from": old, "to": new, "state": state}
+
+
+def confine(table: Table) -> Table:
+    """The table reading through a FileIO confined to its own places when its catalog
+    confines per table (a REST catalog whose warehouse is a name); else the table itself."""
+    io = table.io
+    if not isinstance(io, WarehouseIO) or not io.per_table:
+        return table
+    return Table(table.catalog, table.identifier, table.metadata, table.metadata_location,
+                 io.for_table(table.metadata))
 
 
 def note_moved(table: Table) -> None:

@@ -28,6 +28,7 @@ from explorer.catalogs import (
     catalog_call,
     catalog_info,
     catalog_infos,
+    confine,
     note_moved,
 )
 from explorer.catalogs import catalog_get as _catalog
@@ -143,11 +144,22 @@ def _namespaces(info: CatalogInfo, namespace: str | None) -> tuple[Catalog, list
     if namespace is None:
         return catalog, _walk(catalog, ())
     levels = to_namespace(namespace)
-    with catalog_call(catalog):
-        exists = catalog.namespace_exists(levels)
-    if not exists:
+    if not _namespace_exists(catalog, levels):
         raise NotFound(f"namespace {namespace!r} does not exist in catalog {info.name!r}")
     return catalog, [levels, *_walk(catalog, levels)]
+
+
+def _namespace_exists(catalog: Catalog, levels: Namespace) -> bool:
+    """Whether the namespace exists, or namespaces exist below it: a REST catalog may hold
+    ``a.b`` with no entry for ``a`` (SeaweedFS does), and lists ``a`` as its first level, so
+    the catalog page, the breadcrumbs and the API link to ``a``."""
+    with catalog_call(catalog):
+        if catalog.namespace_exists(levels):
+            return True
+        try:
+            return bool(catalog.list_namespaces(levels))
+        except NotFound:
+            return False
 
 
 def catalog_namespaces(*, catalog: str) -> list[NamespaceRow]:
@@ -294,10 +306,11 @@ def _open(catalog: Catalog, ident: TableIdentifier) -> Table:
         try:
             table = catalog.load_table(ident)
         except NotFound:
-            if not catalog.namespace_exists(ident.namespace):
+            if not _namespace_exists(catalog, ident.namespace):
                 raise NotFound(f"namespace {_ns_text(ident.namespace)!r} does not exist in "
                                f"catalog {catalog.name!r}") from None
             raise
+    table = confine(table)  # a REST catalog whose warehouse is a name: the table's places
     note_moved(table)  # files of a moved table refused or missing say why
     return table
 

@@ -64,6 +64,11 @@ FLOE_WAREHOUSE = str(Path(envstr("FLOE_WAREHOUSE", str(VAR_DIR / "demo-warehouse
 # (floe.catalog.config); empty means ~/.floe/catalogs.toml when that file exists.
 FLOE_CATALOGS = envstr("FLOE_CATALOGS", "")
 FLOE_SPARK_MASTER = envstr("FLOE_SPARK_MASTER", "local[*]")
+# A REST catalog's requests: seconds to connect and for each read of an answer, and times a
+# read is asked again (after a timeout, 429 or 5xx), unless its entry sets its own
+# rest.client.* options: a server that does not answer fails a page in bounded time.
+FLOE_CATALOG_TIMEOUT = envfloat("FLOE_CATALOG_TIMEOUT", "10", minimum=0.1)
+FLOE_CATALOG_RETRIES = envint("FLOE_CATALOG_RETRIES", "2", minimum=0, maximum=10)
 # Parsed metadata files kept in memory (metadata files are immutable, so keyed by path); the
 # other parts of explorer.cache are sized from it.
 FLOE_METADATA_CACHE_SIZE = envint("FLOE_METADATA_CACHE_SIZE", "256", minimum=1)

@@ -323,8 +323,9 @@ def expire_confirm(ctx: RunContext) -> dict[str, Any]:
     check = expire_snapshots(table, dry_run=True, on_progress=ctx.on_progress, **params)
     if _expire_digest(check) != planned["digest"]:
         raise _refuse_changed_plan(dry, "expiration plan")
+    # the table's own FileIO (a REST catalog's storage config for it, its confinement)
     pinned = Table(_PinnedCatalog(table.catalog, table.metadata_location, dry.pk),  # type: ignore[arg-type]
-                   table.identifier, table.metadata, table.metadata_location)
+                   table.identifier, table.metadata, table.metadata_location, table.io)
     r = expire_snapshots(pinned, on_progress=_deleting_exactly(
         ctx, dry, planned["files_count"], "expiration plan"), **params)
     return {**_state(pinned), "dry_run_task_id": dry.pk, "committed": r.committed,
