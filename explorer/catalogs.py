@@ -563,13 +563,22 @@ def note_moved(table: Table) -> None:
 
 @contextlib.contextmanager
 def catalog_call(catalog: Catalog) -> Iterator[None]:
-    """Around a call to a catalog: its database failing is CatalogUnavailable, not a 500."""
+    """Around a call to a catalog: its database failing, or its server answering what no
+    catalog answers (a plain FloeError of floe.catalog.rest: a page that is not JSON, a
+    refusal of the request), is CatalogUnavailable, not a 500."""
     try:
         yield
     except SQLAlchemyError as exc:
         why = _one_line(redact(str(getattr(exc, "orig", None) or exc)))
         logger.warning("catalog %s: %s", catalog.name, why)
         raise CatalogUnavailable(f"catalog {catalog.name!r} is unavailable: {why}") from None
+    except FloeError as exc:
+        if type(exc) is not FloeError:  # not found, bad input, a bad file...: as they are
+            raise
+        why = _one_line(redact(str(exc)))
+        logger.warning("catalog %s: %s", catalog.name, why)
+        raise CatalogUnavailable(f"catalog {catalog.name!r} is unavailable: "
+                                 f"{why.removeprefix(f'catalog {catalog.name!r}: ')}") from None
 
 
 def check_configuration() -> list[CatalogInfo]:

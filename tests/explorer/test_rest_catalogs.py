@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import http.server
 import json
 import re
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -487,6 +489,39 @@ def test_a_failing_catalog_server_is_503_not_500(
             "rest.client.max-retries": "1"}))
         with pytest.raises(CatalogUnavailable, match=r"catalog 'direct'.*503"):
             direct.list_namespaces()
+
+
+def test_a_uri_that_is_not_a_rest_catalog_is_503_not_500(
+        seaweedfs: SeaweedFS, tmp_path: Path, settings: Any) -> None:
+    """The entry's uri reaches a web server that is not a REST catalog (a wrong path, a
+    portal's login page): every answer is an HTML page. The catalog cannot be used: a 503
+    naming it and what it answered, not a server error of the explorer."""
+
+    class WebPage(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b"<html><body>Welcome</body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_HEAD = do_POST = do_GET
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), WebPage)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        configure(tmp_path, settings, {"broken": rest_options(
+            seaweedfs, uri=f"http://127.0.0.1:{server.server_address[1]}/portal")})
+        assert_unavailable_alone(BROKEN_PAGES)
+        text = page(Client(), "/catalogs/broken/", 503)
+        assert "configuration" in text and "200 OK" in text
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_a_catalog_server_that_does_not_answer_fails_the_page_in_bounded_time(
