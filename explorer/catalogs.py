@@ -58,7 +58,7 @@ from floe.catalog.config import (
     redact,
 )
 from floe.errors import CatalogUnavailable as FloeCatalogUnavailable
-from floe.errors import FloeError, NotFound, ValidationError
+from floe.errors import FloeError, NotFound, StoreUnavailable, ValidationError
 from floe.inspect import moved_from
 from floe.io import FileInfo, FileIO, is_local, local_path
 from floe.metadata import TableMetadata
@@ -314,15 +314,13 @@ class WarehouseIO(FileIO):
 
     @contextlib.contextmanager
     def _unavailable(self) -> Iterator[None]:
-        """The store failing (refusing the catalog's credentials, not answering: a plain
-        FloeError of FileIO, naming the location) is this catalog being unavailable (503 on
-        its pages only), and says which catalog. A missing file, bad content or an unknown
-        outcome (FloeError's subclasses) pass unchanged."""
+        """The store failing (refusing the catalog's credentials, not answering:
+        floe.errors.StoreUnavailable, naming the location) is this catalog being unavailable
+        (503 on its pages only), and says which catalog. A missing file, bad content or an
+        unknown outcome pass unchanged."""
         try:
             yield
-        except FloeError as exc:
-            if type(exc) is not FloeError:
-                raise
+        except StoreUnavailable as exc:
             raise CatalogUnavailable(f"catalog {self.catalog!r} is unavailable: "
                                      f"{redact(str(exc))}") from None
 
