@@ -645,9 +645,9 @@ class _SortedKeys:
 
     @staticmethod
     def usable(t: pa.DataType) -> bool:
-        return (pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_string(t)
-                or pa.types.is_large_string(t) or pa.types.is_date(t)
-                or pa.types.is_timestamp(t) or pa.types.is_time(t))
+        return bool(pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_string(t)
+                    or pa.types.is_large_string(t) or pa.types.is_date(t)
+                    or pa.types.is_timestamp(t) or pa.types.is_time(t))
 
     def deleted(self, col: pa.Array) -> pa.Array:
         nulls = col.is_null() if self.has_null else None
