@@ -580,6 +580,7 @@ def catalog_call(catalog: Catalog) -> Iterator[None]:
 
 
 def check_configuration() -> list[CatalogInfo]:
-    """The configured catalogs, read now (for ``explorer.run``: a broken catalog file stops
-    the process at start, naming the file)."""
+    """The configured catalogs, read now (for ``explorer.run``: a catalog file that does not
+    parse stops the process at start, naming the file; a broken entry is listed with its
+    problem, and only its catalog is unusable)."""
     return catalog_infos()

@@ -76,6 +76,8 @@ def main() -> int:
                 "worker": worker_command(settings.VAR_DIR, settings.FLOE_WORKER_CONCURRENCY)}
     display_host = f"[{host}]" if ":" in host else host
     names = ", ".join(c.name for c in catalogs)
+    for broken in (c for c in catalogs if c.problem):  # the others serve; this one says why
+        _say(f"Floe: catalog {broken.name!r} cannot be used: {broken.problem}")
     _say(f"Floe: http://{display_host}:{port}/ · warehouse {settings.FLOE_WAREHOUSE} · "
          f"catalogs {names} · Ctrl-C stops")
     return Supervisor(commands).run()
