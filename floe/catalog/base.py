@@ -36,6 +36,7 @@ __all__ = [
     "NamespaceAlreadyExists",
     "NamespaceNotEmpty",
     "TableAlreadyExists",
+    "TableCommit",
     "TableIdentifier",
     "read_metadata",
     "UnsupportedOperation",
@@ -143,6 +144,17 @@ def read_metadata(io: FileIO, location: str) -> TableMetadata:
     io.guard(location)
     key = (location, io.identity(location))
     return METADATA_CACHE.get_or_load(key, lambda: parse_metadata(io.read(location), location))
+
+
+@dataclass(frozen=True, slots=True)
+class TableCommit:
+    """One table's part of :meth:`Catalog.commit_tables`: its new metadata, made on ``base``
+    read from ``base_location`` (both None: the table is created)."""
+
+    ident: TableIdentifier
+    base_location: str | None
+    base: TableMetadata | None
+    new_metadata: TableMetadata
 
 
 class Catalog(ABC):
@@ -301,18 +313,54 @@ class Catalog(ABC):
         ``write.metadata.delete-after-commit.enabled`` (Java
         ``deleteRemovedMetadataFiles``; failures to delete are only logged)."""
         location = self._commit(ident, base_location, new_metadata)
-        if base is not None and bool_property(
-            new_metadata, DELETE_AFTER_COMMIT, DELETE_AFTER_COMMIT_DEFAULT
-        ):
-            kept = {e.metadata_file for e in new_metadata.metadata_log}
-            for entry in base.metadata_log:
-                if entry.metadata_file not in kept:
-                    try:
-                        self.io.delete(entry.metadata_file, missing_ok=True)
-                    except (OSError, FloeError) as e:
-                        log.warning("could not delete old metadata file %s: %s",
-                                    entry.metadata_file, e)
+        self._delete_removed_metadata(base, new_metadata)
         return location
+
+    def _delete_removed_metadata(self, base: TableMetadata | None,
+                                 new_metadata: TableMetadata) -> None:
+        if base is None or not bool_property(
+                new_metadata, DELETE_AFTER_COMMIT, DELETE_AFTER_COMMIT_DEFAULT):
+            return
+        kept = {e.metadata_file for e in new_metadata.metadata_log}
+        for entry in base.metadata_log:
+            if entry.metadata_file not in kept:
+                try:
+                    self.io.delete(entry.metadata_file, missing_ok=True)
+                except (OSError, FloeError) as e:
+                    log.warning("could not delete old metadata file %s: %s",
+                                entry.metadata_file, e)
+
+    def create_table_from_metadata(self, ident: TableIdentifier | str,
+                                   metadata: TableMetadata) -> str:
+        """Create a table whose first metadata is ``metadata``, built elsewhere (a REST
+        client's staged create: its updates folded over empty metadata); return its metadata
+        location. TableAlreadyExists when the name is taken; a catalog that keeps tables in
+        fixed places (file-system) refuses metadata whose location is not that place."""
+        ident = TableIdentifier.of(ident)
+        if self.table_exists(ident):
+            raise TableAlreadyExists(f"table {ident} already exists in catalog {self.name!r}")
+        return self.commit_metadata(ident, None, None, metadata)
+
+    @property
+    def commits_tables_atomically(self) -> bool:
+        """Whether :meth:`commit_tables` takes changes to several tables (all or none)."""
+        return False
+
+    def commit_tables(self, commits: Sequence[TableCommit]) -> list[str]:
+        """Commit new metadata to several tables at once, all or none: each pointer swaps
+        from its ``base_location`` (None: the table is created) only if every one can; the
+        new metadata locations in order. Errors as for :meth:`_commit` (CommitConflict: no
+        table changed). Only catalogs with :attr:`commits_tables_atomically` (SQL: one
+        database transaction) take more than one; this base commits a single one and
+        refuses more (UnsupportedOperation)."""
+        if len(commits) != 1:
+            raise UnsupportedOperation(
+                f"catalog {self.name!r} ({type(self).__name__}) cannot commit "
+                f"{len(commits)} tables atomically: commit each table on its own")
+        c = commits[0]
+        if c.base_location is None:
+            return [self.create_table_from_metadata(c.ident, c.new_metadata)]
+        return [self.commit_metadata(c.ident, c.base_location, c.base, c.new_metadata)]
 
     def purge_table_files(self, metadata_location: str, metadata: TableMetadata) -> None:
         """Delete every file the table's metadata reaches: data and delete files, manifests,

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 from floe.catalog.base import (
     Catalog,
     Namespace,
+    NamespaceAlreadyExists,
+    NamespaceNotEmpty,
     TableAlreadyExists,
     TableIdentifier,
     UnsupportedOperation,
@@ -266,7 +268,7 @@ class FileSystemCatalog(Catalog):
                 f"catalog {self.name!r}: file-system namespaces have no properties")
         location = self.namespace_location(ns)
         if self.io.is_dir(location):
-            raise ValidationError(f"namespace {'.'.join(ns)} already exists")
+            raise NamespaceAlreadyExists(f"namespace {'.'.join(ns)} already exists")
         if is_local(location):
             os.makedirs(local_path(location))
         else:  # an object store has no directories: an object keeps the prefix
@@ -280,7 +282,7 @@ class FileSystemCatalog(Catalog):
         dirs, files = self.io.list_dir(location)
         marker = _join(location, NAMESPACE_MARKER)
         if dirs or [f for f in files if f != marker]:
-            raise ValidationError(f"namespace {'.'.join(ns)} is not empty")
+            raise NamespaceNotEmpty(f"namespace {'.'.join(ns)} is not empty")
         if is_local(location):
             os.rmdir(local_path(location))
         else:
@@ -334,6 +336,18 @@ class FileSystemCatalog(Catalog):
                 f"at {location}")
         return super().create_table(
             ident, schema, spec, sort_order, properties, None, format_version)
+
+    def create_table_from_metadata(self, ident: TableIdentifier | str,
+                                   metadata: TableMetadata) -> str:
+        """As every catalog, but only for metadata whose location is the table's directory
+        (a file-system table lives there)."""
+        ident = TableIdentifier.of(ident)
+        expected = self.table_location(ident)
+        if metadata.location.rstrip("/") != expected:
+            raise ValidationError(
+                f"a file-system table lives in its directory {expected}; cannot create it "
+                f"at {metadata.location}")
+        return super().create_table_from_metadata(ident, metadata)
 
     def drop_table(self, ident: TableIdentifier | str, purge: bool = False) -> None:
         """Remove the table's ``metadata/`` directory; with ``purge`` first delete every file

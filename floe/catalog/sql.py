@@ -26,7 +26,7 @@ import contextlib
 import re
 import sqlite3
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +56,7 @@ from floe.catalog.base import (
     NamespaceAlreadyExists,
     NamespaceNotEmpty,
     TableAlreadyExists,
+    TableCommit,
     TableIdentifier,
     to_namespace,
 )
@@ -403,6 +404,76 @@ class SqlPointers:
             )
         raise CommitStateUnknown(f"commit of table {ident} changed {count} rows")
 
+    def put_many(self, changes: Sequence[tuple[TableIdentifier, str | None, str]]) -> None:
+        """Several check-and-puts (``expected`` None: an INSERT, the table is created) in one
+        database transaction: all applied, or none. CommitConflict naming the first table
+        that moved (nothing changed), NotFound when one is gone, TableAlreadyExists when a
+        created one's name is taken, CommitStateUnknown when the COMMIT (or the connection
+        during it) failed."""
+        what = "commit of tables " + ", ".join(str(i) for i, _, _ in changes)
+        c = ICEBERG_TABLES.c
+        conn = self.engine.connect()
+        try:
+            trans = conn.begin()
+            failed: tuple[TableIdentifier, str | None] | None = None
+            try:
+                for ident, expected, new in changes:
+                    if expected is None:
+                        row: dict[str, Any] = {
+                            "catalog_name": self.catalog_name,
+                            "table_namespace": _ns_str(ident.namespace),
+                            "table_name": ident.name, "metadata_location": new,
+                            "previous_metadata_location": None}
+                        if self.has_type_column:
+                            row["iceberg_type"] = TABLE_TYPE
+                        try:
+                            conn.execute(insert(ICEBERG_TABLES).values(**row))
+                        except IntegrityError:
+                            failed = (ident, None)
+                            break
+                        continue
+                    stmt = (update(ICEBERG_TABLES)
+                            .where(*self._where_table(ident), c.metadata_location == expected)
+                            .values(metadata_location=new, previous_metadata_location=expected))
+                    if int(conn.execute(stmt).rowcount) != 1:
+                        failed = (ident, expected)
+                        break
+            except DBAPIError as e:
+                with contextlib.suppress(DBAPIError):
+                    trans.rollback()
+                if isinstance(e, OperationalError) and _sqlite_busy(e):
+                    raise CommitConflict(f"{what}: the catalog database stayed locked") from e
+                if e.connection_invalidated or isinstance(e, OperationalError):
+                    raise CommitStateUnknown(
+                        f"{what}: the database connection failed during the update, its "
+                        f"outcome is unknown: {e.orig}") from e
+                raise FloeError(f"{what} failed: {e.orig}") from e
+            if failed is not None:
+                with contextlib.suppress(DBAPIError):
+                    trans.rollback()
+                ident, expected = failed
+                if expected is None:
+                    raise TableAlreadyExists(
+                        f"table {ident} already exists in catalog {self.catalog_name!r}")
+                if self.get(ident) is None:
+                    raise NotFound(
+                        f"table {ident} does not exist in catalog {self.catalog_name!r}")
+                raise CommitConflict(
+                    f"table {ident} was changed by another writer since {expected}; reload it "
+                    "(no table of this commit changed)")
+            try:
+                trans.commit()
+            except DBAPIError as e:
+                if isinstance(e, OperationalError) and _sqlite_busy(e):
+                    with contextlib.suppress(DBAPIError):
+                        trans.rollback()
+                    raise CommitConflict(f"{what}: the catalog database stayed locked") from e
+                raise CommitStateUnknown(
+                    f"{what}: COMMIT failed and may or may not have been applied: {e.orig}"
+                ) from e
+        finally:
+            _close_quietly(conn)
+
     def delete(self, ident: TableIdentifier) -> None:
         """Remove a table's row; NotFound when there is none."""
         if self.write(delete(ICEBERG_TABLES).where(*self._where_table(ident)),
@@ -674,6 +745,41 @@ class SqlCatalog(Catalog):
             raise NotFound(f"namespace {_ns_str(levels)} does not exist in catalog {self.name!r}")
 
     # -- the commit primitive ----------------------------------------------------------------
+
+    @property
+    def commits_tables_atomically(self) -> bool:
+        return True
+
+    def commit_tables(self, commits: Sequence[TableCommit]) -> list[str]:
+        """Write each table's next metadata file, then swap (or, for a created table,
+        insert) every pointer in one database transaction (:meth:`SqlPointers.put_many`):
+        all or none. The files are deleted again when the database certainly took none of
+        them; kept when the outcome is unknown."""
+        idents = [_ident(c.ident) for c in commits]
+        if len(set(idents)) != len(idents):
+            raise ValidationError("a table may be named once in a commit of several tables")
+        for ident, c in zip(idents, commits, strict=True):
+            if c.base_location is None:
+                self._require_namespace(ident.namespace)
+        written: list[str] = []
+        try:
+            for c in commits:
+                md = c.new_metadata
+                compressed = md.properties.get(METADATA_COMPRESSION, "none").lower() == "gzip"
+                location = next_metadata_location(md.location, c.base_location, compressed)
+                self.io.write(location, serialize_metadata(md, compressed), overwrite=False)
+                written.append(location)
+            self.pointers.put_many([(ident, c.base_location, loc) for ident, c, loc
+                                    in zip(idents, commits, written, strict=True)])
+        except CommitStateUnknown:
+            raise
+        except BaseException:
+            for location in written:
+                self.io.delete(location, missing_ok=True)
+            raise
+        for c in commits:
+            self._delete_removed_metadata(c.base, c.new_metadata)
+        return written
 
     def _commit(
         self, ident: TableIdentifier, base_location: str | None, new_metadata: TableMetadata

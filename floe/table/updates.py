@@ -46,8 +46,15 @@ __all__ = [
     "TableRequirement", "AssertCreate", "AssertTableUUID", "AssertRefSnapshotId",
     "AssertCurrentSchemaId", "AssertLastAssignedFieldId", "AssertDefaultSpecId",
     "AssertLastAssignedPartitionId", "AssertDefaultSortOrderId",
-    "apply_updates", "validate_requirements", "requirements_for",
+    "apply_updates", "validate_requirements", "requirements_for", "StaleUpdate",
 ]
+
+class StaleUpdate(ValidationError):
+    """An update whose values the table has moved past (a snapshot whose sequence number is
+    not above the table's last one): made on metadata that is no longer current, so a catalog
+    that applies updates itself answers it as a conflict the writer retries on fresh metadata
+    (Java's ``RetryableValidationException``), not as a bad request."""
+
 
 #: ``SetCurrentSchema(-1)`` etc.: the schema / spec / sort order added earlier in the same
 #: list of updates (the REST spec's convention).
@@ -204,7 +211,7 @@ class AddSnapshot(TableUpdate):
             raise ValidationError(f"snapshot id {snap.snapshot_id} already exists")
         if md.format_version >= 2 and snap.sequence_number <= md.last_sequence_number \
                 and snap.parent_snapshot_id is not None:
-            raise ValidationError(
+            raise StaleUpdate(
                 f"cannot add snapshot with sequence number {snap.sequence_number}: not above "
                 f"the last sequence number {md.last_sequence_number}")
         parent = (md.snapshot_by_id(snap.parent_snapshot_id)
