@@ -24,6 +24,7 @@ LAYERS = [
     {"table", "catalog"},
     {"inspect", "diff", "health", "live_rows"},
     {"maintenance", "partition_stats", "demo"},
+    {"rest_server"},  # the REST catalog protocol served from floe's catalogs
     {"spark", "cli"},
 ]
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}

@@ -1,0 +1,48 @@
+"""The Iceberg REST catalog protocol served from floe catalogs (no web framework): see
+:mod:`floe.rest_server.server` for what is served and how commits are applied,
+:mod:`floe.rest_server.errors` for the error model, :mod:`floe.rest_server.idempotency` for
+``Idempotency-Key``. A web layer authenticates, builds a :class:`Request`, calls
+:meth:`RestServer.handle` with an ``authorize`` callback, writes the :class:`Response` and
+audits its :attr:`Response.changes`."""
+
+from floe.rest_server.errors import (
+    BadRequest,
+    CommitFailed,
+    CommitStateUnknownError,
+    Forbidden,
+    NotAuthorized,
+    RestError,
+    error_for,
+)
+from floe.rest_server.idempotency import IdempotencyStore
+from floe.rest_server.server import (
+    Access,
+    Call,
+    Change,
+    Operation,
+    Request,
+    Response,
+    RestServer,
+    Route,
+    json_response,
+)
+
+__all__ = [
+    "Access",
+    "BadRequest",
+    "Call",
+    "Change",
+    "CommitFailed",
+    "CommitStateUnknownError",
+    "Forbidden",
+    "IdempotencyStore",
+    "NotAuthorized",
+    "Operation",
+    "Request",
+    "Response",
+    "RestError",
+    "RestServer",
+    "Route",
+    "error_for",
+    "json_response",
+]
