@@ -70,6 +70,7 @@ __all__ = [
     "WarehouseIO",
     "catalog_call",
     "catalog_get",
+    "catalog_storage_properties",
     "catalog_info",
     "catalog_infos",
     "catalog_names",
@@ -498,6 +499,16 @@ def catalog_info(name: str) -> CatalogInfo:
 def _info(config: CatalogConfig) -> CatalogInfo:
     return CatalogInfo(config.name, config.type, config.options.get("warehouse"),
                        config.problem)
+
+
+def catalog_storage_properties(name: str) -> dict[str, str]:
+    """The storage properties (``s3.*``, ``gcs.*``, ``adls.*``) of a configured catalog
+    (NotFound when none is called ``name``); never shown, only handed to clients the
+    operator allows (the Iceberg REST catalog's vended config)."""
+    config = _current().configs.get(name)
+    if config is None:
+        raise NotFound(f"catalog {name!r} does not exist")
+    return config.storage_properties
 
 
 def catalog_get(name: str) -> Catalog:

@@ -129,6 +129,15 @@ class TaskRun(models.Model):
         return f"{self.namespace}.{self.table}" if self.table else self.namespace
 
 
+#: Audit actions of changes made through the Iceberg REST catalog the site serves
+#: (api/views_iceberg.py): ``actor_via`` is "rest", ``params["engine"]`` the client that sent
+#: it (PyIceberg, Spark, DuckDB...). Table actions first.
+REST_TABLE_ACTIONS = ("rest_commit", "rest_create_table", "rest_register_table",
+                      "rest_rename_table", "rest_drop_table")
+REST_ACTIONS = REST_TABLE_ACTIONS + ("rest_create_namespace", "rest_drop_namespace",
+                                     "rest_update_namespace_properties")
+
+
 class AuditEntryImmutable(RuntimeError):
     """Raised on any attempt to change or delete an audit entry: the trail is append-only."""
 
@@ -164,7 +173,8 @@ class AuditEntry(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     actor_id = models.BigIntegerField(null=True, blank=True)
     actor_name = models.CharField(max_length=150, blank=True, default="")
-    # "session", "token" (the API with a token), "command" (manage.py), "system" (the reaper).
+    # "session", "token" (the API with a token), "command" (manage.py), "system" (the reaper),
+    # "rest" (the Iceberg REST catalog).
     actor_via = models.CharField(max_length=16, blank=True, default="")
     action = models.CharField(max_length=64)
     params = models.JSONField(default=dict, blank=True)

@@ -17,7 +17,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from explorer import permissions
-from explorer.models import AuditEntry, CatalogGrant, TaskRun
+from explorer.models import REST_ACTIONS, REST_TABLE_ACTIONS, AuditEntry, CatalogGrant, TaskRun
 from floe.diff import metadata_changes
 from floe.errors import FloeError, NotFound, ValidationError
 from floe.metadata import TableMetadata
@@ -234,6 +234,12 @@ def summary_engine(summary: dict[str, str]) -> str | None:
     return " · ".join(parts) or None
 
 
+def _rest_engine(entry: AuditEntry) -> str | None:
+    """The client a change through the Iceberg REST catalog came from (its headers)."""
+    engine = (entry.params or {}).get("engine") if entry.actor_via == "rest" else None
+    return str(engine) if engine else None
+
+
 def _ms(when: dt.datetime | None) -> int:
     return int(when.timestamp() * 1000) if when is not None else 0
 
@@ -263,7 +269,7 @@ def table_audit(*, table: Table, actor: str | None = None, action: str | None = 
     ns = ".".join(table.identifier.namespace)
     entries = list(AuditEntry.objects.filter(
         catalog=table.catalog.name, namespace=ns, table=table.identifier.name,
-        action__in=TaskRun.Kind.values).order_by("created_at", "id"))
+        action__in=[*TaskRun.Kind.values, *REST_TABLE_ACTIONS]).order_by("created_at", "id"))
     by_after = {e.metadata_after: e for e in entries if e.metadata_after
                 and e.metadata_after != e.metadata_before}
     added_at: dict[int, Any] = {s.timestamp_ms: s for s in md.snapshots}
@@ -292,7 +298,7 @@ def table_audit(*, table: Table, actor: str | None = None, action: str | None = 
         rows.append(AuditRow(source="floe", actor=entry.actor_name, actor_via=entry.actor_via,
                              action=entry.action, outcome=entry.outcome, error=entry.error,
                              entry_id=entry.pk, task_run_id=entry.task_run_id,
-                             engine=summary_engine(summary), **common))
+                             engine=summary_engine(summary) or _rest_engine(entry), **common))
     for entry in entries:
         if entry.pk in used:
             continue
@@ -433,10 +439,38 @@ _ACCESS_WORDS = {
 }
 
 
+_REST_WORDS = {
+    "rest_commit": "committed {updates}",
+    "rest_create_table": "created the table",
+    "rest_register_table": "registered the table from {metadata_location}",
+    "rest_rename_table": "renamed the table to {to}",
+    "rest_drop_table": "dropped the table{purged}",
+    "rest_create_namespace": "created the namespace",
+    "rest_drop_namespace": "dropped the namespace",
+    "rest_update_namespace_properties": "changed the namespace's properties",
+}
+
+
+def _rest_words(entry: AuditEntry) -> str:
+    """A change made through the Iceberg REST catalog: what, through which client."""
+    p = entry.params or {}
+    updates = p.get("updates") if isinstance(p.get("updates"), list) else []
+    words = _REST_WORDS[entry.action].format(
+        updates=", ".join(str(u) for u in updates) or "no change",
+        metadata_location=p.get("metadata_location", "?"), to=p.get("to", "?"),
+        purged=" and purged its files" if p.get("purge") else "")
+    if entry.outcome != AuditEntry.Outcome.SUCCEEDED:
+        words += f": {p.get('outcome') or entry.outcome}"
+    engine = p.get("engine")
+    return f"{words} through the REST catalog" + (f" ({engine})" if engine else "")
+
+
 def entry_words(entry: AuditEntry) -> str:
     """What an audit entry records, in words: ``tag v1 created on 2571…``, ``rolled back main
     from A to B``, ``compacted 144 data files into 36``, ``gave bob the maintainer role on
     catalog local``; a run that did not succeed says what it was asked and how it ended."""
+    if entry.action in REST_ACTIONS:
+        return _rest_words(entry)
     p = entry.params or {}
     template = _ACCESS_WORDS.get(entry.action)
     if template is not None:

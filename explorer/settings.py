@@ -115,6 +115,13 @@ FLOE_WORKER_NICE = envint("FLOE_WORKER_NICE", "10", minimum=0, maximum=19)
 # free for the web server; 0 means all of them.
 FLOE_WORKER_CPUS = envint("FLOE_WORKER_CPUS", str(max(1, (os.cpu_count() or 1) - 1)),
                           minimum=0)
+# The Iceberg REST catalog served under /iceberg/ (api/views_iceberg.py): seconds an OAuth2
+# access token lives, the largest request body read, and the names of each catalog's
+# storage properties handed to clients with its tables (a loadTable's config; none unless
+# listed, e.g. "s3.endpoint,s3.region,s3.path-style-access").
+FLOE_ICEBERG_TOKEN_TTL = envint("FLOE_ICEBERG_TOKEN_TTL", "3600", minimum=10)
+FLOE_ICEBERG_MAX_BODY = envint("FLOE_ICEBERG_MAX_BODY", str(8 * 2**20), minimum=1024)
+FLOE_ICEBERG_VENDED_PROPERTIES = envlist("FLOE_ICEBERG_VENDED_PROPERTIES", "")
 
 # --- Django ---------------------------------------------------------------------------------
 

@@ -43,6 +43,8 @@ urlpatterns = [
     path("tasks/", include(task_patterns)),
     path("access/", include(views_access.access_patterns)),  # roles, users, API tokens
     path("api/", include("api.urls")),
+    # the Iceberg REST catalog protocol (a client's uri is http://HOST:PORT/iceberg)
+    path("iceberg/", include("api.urls_iceberg")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

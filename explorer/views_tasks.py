@@ -26,7 +26,7 @@ from explorer import selectors_table as st
 from explorer.auth import read_access_required
 from explorer.errors import TaskParamsInvalid
 from explorer.forms import ACTION_FORM_BY_KIND, ACTION_FORMS, form_values, task_params
-from explorer.models import TaskRun
+from explorer.models import REST_TABLE_ACTIONS, TaskRun
 from explorer.selectors_audit import (
     audit_rows_described,
     table_audit,
@@ -251,7 +251,9 @@ def table_audit_page(request: HttpRequest, catalog: str, ns: str, table: str) ->
     page = Paginator(rows, settings.FLOE_PAGE_SIZE).get_page(q.get("page"))
     page.object_list = audit_rows_described(table=t, rows=page.object_list)
     return render(request, "explorer/table_audit.html", {
-        **ctx, "page": page, "filters": filters, "actions": TaskRun.Kind.choices,
+        **ctx, "page": page, "filters": filters,
+        "actions": [*TaskRun.Kind.choices, *((a, a.replace("rest_", "REST ").replace("_", " "))
+                                             for a in REST_TABLE_ACTIONS)],
         "query": q.urlencode()})
 
 
