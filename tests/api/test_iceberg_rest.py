@@ -412,3 +412,101 @@ def test_a_raw_path_keeps_an_encoded_slash_inside_its_name(site: Site) -> None:
     assert r.status_code == 400 and "'/'" in r.json()["error"]["message"]
     decoded = client.get(target, HTTP_AUTHORIZATION=f"Bearer {site.keys['vic']}")
     assert decoded.status_code == 404  # without it the decoded path is all there is
+
+
+def test_pyiceberg_nested_namespaces_staged_creates_and_more_kinds_of_commits(
+        site: Site, settings: Any) -> None:
+    settings.FLOE_ICEBERG_VENDED_PROPERTIES = ["s3.region", "s3.endpoint"]
+    ann = _pyiceberg(site, site.sql, token=site.keys["ann"])
+    ann.create_namespace(("a", "b"))  # levels joined by %1F in its paths
+    ann.create_namespace(("a", "c"))
+    assert ann.list_namespaces(("a",)) == [("a", "b"), ("a", "c")]
+    assert ann.namespace_exists(("a", "b")) and not ann.namespace_exists(("a", "z"))
+    mia = _pyiceberg(site, site.sql, token=site.keys["mia"])
+    with mia.create_table_transaction(("a", "b", "t"), schema=_rows(0, 1).schema) as tx:
+        tx.append(_rows(0, 4))  # a staged create and its first snapshot, one commit
+    table = mia.load_table(("a", "b", "t"))
+    assert _ids(table) == [0, 1, 2, 3]
+    assert table.config == {"s3.region": "eu-west-1"}  # vended: named and configured
+    table.delete("id = 1")
+    table.overwrite(_rows(10, 2))
+    first = table.metadata.snapshots[0].snapshot_id
+    table.manage_snapshots().create_tag(first, "v1").commit()
+    assert _ids(mia.load_table(("a", "b", "t"))) == [10, 11]
+    assert mia.load_table(("a", "b", "t")).scan(snapshot_id=first).to_arrow().num_rows == 4
+    with site.sql_catalog() as catalog:
+        floe_table = catalog.load_table(TableIdentifier(("a", "b"), "t"))
+        assert floe_table.metadata.refs["v1"].snapshot_id == first
+    entries = AuditEntry.objects.filter(namespace="a.b", table="t").order_by("id")
+    assert [e.action for e in entries][0] == "rest_create_table"
+    assert entries[0].params["staged"] is True and entries[0].snapshot_after is not None
+    assert entries.count() >= 4 and {e.actor_name for e in entries} == {"mia"}
+    assert [r.source for r in table_audit(table=floe_table)] == ["floe"] * entries.count()
+
+
+def test_an_idempotency_key_over_http_commits_once(site: Site) -> None:
+    _pyiceberg(site, site.sql, token=site.keys["ann"]).create_namespace("db")
+    _pyiceberg(site, site.sql, token=site.keys["mia"]).create_table(
+        "db.t", schema=_rows(0, 1).schema)
+    body = json.dumps(commit_request_to_json([], [SetProperties({"once": "1"})])).encode()
+    headers = {**_bearer(site, "mia"), "Idempotency-Key": str(uuid.uuid4())}
+    path = f"/v1/{site.sql}/namespaces/db/tables/t"
+    first = _raw(site, "POST", path, body, headers)
+    second = _raw(site, "POST", path, body, headers)
+    assert first[0] == second[0] == 200 and first[2] == second[2]
+    assert AuditEntry.objects.filter(action="rest_commit").count() == 1
+    with site.sql_catalog() as catalog:
+        assert len(catalog.load_table("db.t").metadata.metadata_log) == 1
+
+
+_WRITER = """
+import os, sys, time, pyarrow as pa
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import CommitFailedException
+uri, warehouse, token, worker, count, go = sys.argv[1:7]
+catalog = RestCatalog("floe", uri=uri, warehouse=warehouse, token=token)
+catalog.load_table("db.t")
+while not os.path.exists(go):  # every writer starts at once
+    time.sleep(0.005)
+conflicts = 0
+for i in range(int(count)):
+    row = int(worker) * 1000 + i
+    while True:
+        try:
+            catalog.load_table("db.t").append(pa.table({"id": pa.array([row], pa.int64()),
+                                                        "cat": pa.array([worker])}))
+            break
+        except CommitFailedException:
+            conflicts += 1
+print(conflicts)
+"""
+
+
+@pytest.mark.slow
+def test_four_processes_appending_through_rest_lose_and_repeat_nothing(
+        site: Site, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """4 PyIceberg processes x 8 appends to one table: conflicts are answered 409 and the
+    clients retry (PyIceberg itself, then the script); every row is there once."""
+    import subprocess
+    import sys
+
+    _pyiceberg(site, site.sql, token=site.keys["ann"]).create_namespace("db")
+    _pyiceberg(site, site.sql, token=site.keys["mia"]).create_table(
+        "db.t", schema=_rows(0, 1).schema)
+    go = tmp_path / "go"
+    with caplog.at_level("INFO", logger="explorer.iceberg"):
+        writers = [subprocess.Popen([sys.executable, "-c", _WRITER, site.uri, site.sql,
+                                     site.keys["mia"], str(w), "8", str(go)],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                   for w in range(4)]
+        time.sleep(1)
+        go.touch()
+        outputs = [w.communicate(timeout=300) for w in writers]
+    assert all(w.returncode == 0 for w in writers), [err[-2000:] for _, err in outputs]
+    ids = _ids(_pyiceberg(site, site.sql, token=site.keys["mia"]).load_table("db.t"))
+    assert ids == sorted(w * 1000 + i for w in range(4) for i in range(8))
+    assert AuditEntry.objects.filter(action="rest_commit", outcome="succeeded").count() == 32
+    answers = [r.getMessage() for r in caplog.records if "updateTable" in r.getMessage()]
+    conflicts = sum("-> 409 CommitFailedException" in a for a in answers)
+    assert conflicts > 0 and sum("-> 200" in a for a in answers) == 32
+    assert len(answers) == 32 + conflicts  # nothing but successes and 409s
