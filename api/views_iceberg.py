@@ -21,7 +21,7 @@ from api import iceberg_auth
 from explorer import services_rest
 from floe.rest_server import NotAuthorized, Request, Response, RestError, json_response
 
-__all__ = ["endpoint", "oauth_tokens"]
+__all__ = ["endpoint", "oauth_tokens", "openapi"]
 
 log = logging.getLogger("explorer.iceberg")
 
@@ -129,6 +129,33 @@ def _log(request: HttpRequest, path: str, user: Any, engine: str, response: Resp
             "iceberg %s %s %s %s -> %d%s%s %.0f ms [%s]", who, request.method,
             op.name if op is not None else path[:200], where or "-", response.status, error,
             replay, seconds * 1000, engine or "-")
+
+
+def openapi(request: HttpRequest) -> HttpResponse:
+    """The OpenAPI document of what ``/iceberg/`` serves (the reference page reads it)."""
+    base = request.META.get("SCRIPT_NAME", "").rstrip("/") + MOUNT
+    doc = services_rest.rest_server().openapi(server_url=base)
+    doc["paths"]["/v1/oauth/tokens"] = {"post": {
+        "operationId": "getToken", "tags": ["Iceberg REST catalog"],
+        "summary": "An access token for OAuth2 client credentials (client id = user name, "
+                   "client secret = an API token; form body or HTTP Basic)",
+        "security": [],
+        "requestBody": {"required": True, "content": {
+            "application/x-www-form-urlencoded": {"schema": {"type": "object", "properties": {
+                "grant_type": {"type": "string", "enum": [
+                    "client_credentials", "urn:ietf:params:oauth:grant-type:token-exchange"]},
+                "client_id": {"type": "string"}, "client_secret": {"type": "string"},
+                "subject_token": {"type": "string"}, "scope": {"type": "string"}}}}}},
+        "responses": {"200": {"description": "access_token, token_type, expires_in"},
+                      "400": {"description": "invalid_request, unsupported_grant_type"},
+                      "401": {"description": "invalid_client"}}}}
+    doc["components"]["securitySchemes"] = {
+        "BearerAuth": {"type": "http", "scheme": "bearer",
+                       "description": "an API token, or an access token from getToken"},
+        "OAuth2": {"type": "oauth2", "flows": {"clientCredentials": {
+            "tokenUrl": base + "/v1/oauth/tokens", "scopes": {"catalog": "the catalog"}}}}}
+    doc["security"] = [{"BearerAuth": []}, {"OAuth2": ["catalog"]}]
+    return JsonResponse(doc)
 
 
 @csrf_exempt

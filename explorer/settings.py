@@ -249,7 +249,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Browse Apache Iceberg tables and run maintenance tasks. Entry points, also "
                    "browsable: [the API root](/api/), [catalogs](/api/catalogs/), "
                    "[tasks](/api/tasks/), [audit](/api/audit/); the raw schema: "
-                   "[/api/schema/](/api/schema/?format=json).\n\n"
+                   "[/api/schema/](/api/schema/?format=json). The Iceberg REST catalog the "
+                   "site serves has its own reference: "
+                   "[/iceberg/reference/](/iceberg/reference/).\n\n"
                    "JSON has no numbers for NaN and the infinities: wherever a float is not "
                    "finite (row values, bounds, partition values), a response has the string "
                    '"NaN", "Infinity" or "-Infinity" instead.\n\n'

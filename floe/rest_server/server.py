@@ -319,6 +319,12 @@ class Route:
     not_found: str = "NotFoundException"
     advertise: bool = True
     access_of: Callable[[Request], Access] | None = None
+    #: For the reference (:meth:`RestServer.openapi`): a one-line summary, the query
+    #: parameters it reads, the spec's schema of its body, its success status.
+    summary: str = ""
+    query: tuple[str, ...] = ()
+    body: str | None = None
+    success: int = 200
 
     @property
     def segments(self) -> tuple[str, ...]:
@@ -464,6 +470,53 @@ class RestServer:
 
     def catalog(self, name: str) -> Catalog:
         return self._catalogs(name)
+
+    def openapi(self, server_url: str = "") -> dict[str, Any]:
+        """An OpenAPI 3 document of the routes served (for a reference page): operations,
+        parameters, the spec's request schema by name, answers in the error model."""
+        error = {"$ref": "#/components/schemas/IcebergErrorResponse"}
+        paths: dict[str, dict[str, Any]] = {}
+        for route in self.routes:
+            params = [dict(_PATH_PARAMS[seg[1:-1]], name=seg[1:-1], required=True)
+                      for seg in route.segments if seg.startswith("{")]
+            params += [dict(_QUERY_PARAMS[q], name=q) for q in route.query]
+            if route.changes:
+                params.append(dict(_HEADER_PARAMS["Idempotency-Key"], name="Idempotency-Key"))
+            if route.name == "loadTable":
+                params.append(dict(_HEADER_PARAMS["If-None-Match"], name="If-None-Match"))
+            responses: dict[str, Any] = {
+                str(route.success): {"description": "success" if route.success != 204
+                                     else "success, no content"}}
+            if route.success == 200 and route.method != "HEAD":
+                responses[str(route.success)]["content"] = {
+                    "application/json": {"schema": {"type": "object"}}}
+            for status in _ERROR_STATUSES:
+                responses[str(status)] = {"description": _ERROR_STATUSES[status],
+                                          "content": {"application/json": {"schema": error}}}
+            op: dict[str, Any] = {"operationId": route.name, "summary": route.summary,
+                                  "description": f"Needs the {route.access.name.lower()} "
+                                                 "access to the catalog.",
+                                  "parameters": params, "responses": responses,
+                                  "tags": ["Iceberg REST catalog"]}
+            if route.body is not None:
+                op["requestBody"] = {"required": True, "description": f"the spec's "
+                                     f"{route.body}", "content": {"application/json": {
+                                         "schema": {"type": "object"}}}}
+            paths.setdefault(route.path, {})[route.method.lower()] = op
+        return {
+            "openapi": "3.0.3",
+            "info": {"title": "Floe's Iceberg REST catalog", "version": "1",
+                     "description": "The Apache Iceberg REST catalog protocol "
+                                    "(rest-catalog-open-api.yaml) as Floe serves it; "
+                                    "views are not served."},
+            "servers": [{"url": server_url}] if server_url else [],
+            "paths": paths,
+            "components": {"schemas": {
+                "IcebergErrorResponse": {"type": "object", "properties": {"error": {
+                    "type": "object", "properties": {"message": {"type": "string"},
+                                                     "type": {"type": "string"},
+                                                     "code": {"type": "integer"}}}}}}},
+        }
 
     def vended_config(self, catalog: str) -> dict[str, str]:
         return dict(self._vended(catalog)) if self._vended is not None else {}
@@ -1123,36 +1176,87 @@ def _commit_transaction(call: Call) -> Response:
     return Response(204)
 
 
+_PATH_PARAMS: dict[str, dict[str, Any]] = {
+    "prefix": {"in": "path", "schema": {"type": "string"},
+               "description": "the catalog's name (the prefix /v1/config answers)"},
+    "namespace": {"in": "path", "schema": {"type": "string"},
+                  "description": "namespace levels joined by %1F"},
+    "table": {"in": "path", "schema": {"type": "string"}, "description": "a table name"},
+}
+_QUERY_PARAMS: dict[str, dict[str, Any]] = {
+    "warehouse": {"in": "query", "schema": {"type": "string"},
+                  "description": "the name of a Floe catalog"},
+    "parent": {"in": "query", "schema": {"type": "string"},
+               "description": "list the namespaces below this one (levels joined by %1F)"},
+    "pageToken": {"in": "query", "schema": {"type": "string"},
+                  "description": "the next-page-token of the previous page (empty: the "
+                                 "first page)"},
+    "pageSize": {"in": "query", "schema": {"type": "integer", "minimum": 1}},
+    "snapshots": {"in": "query", "schema": {"type": "string", "enum": ["all", "refs"]}},
+    "purgeRequested": {"in": "query", "schema": {"type": "boolean"},
+                       "description": "also delete the table's files (admin)"},
+}
+_HEADER_PARAMS: dict[str, dict[str, Any]] = {
+    "Idempotency-Key": {"in": "header", "schema": {"type": "string"},
+                        "description": "the same key and request within the lifetime "
+                                       "/v1/config advertises: the stored answer"},
+    "If-None-Match": {"in": "header", "schema": {"type": "string"},
+                      "description": "an ETag: 304 while the table is unchanged"},
+}
+_ERROR_STATUSES = {400: "bad request", 401: "no or a bad token", 403: "the role does not "
+                   "allow it", 404: "not found", 409: "conflict", 500: "a commit's outcome "
+                   "is unknown", 503: "the catalog cannot be reached"}
+_PAGED = ("pageToken", "pageSize")
+
 _TABLE = "/v1/{prefix}/namespaces/{namespace}/tables/{table}"
 _ROUTES: tuple[Route, ...] = (
-    Route("GET", "/v1/config", "getConfig", _get_config, not_found="NoSuchWarehouseException"),
+    Route("GET", "/v1/config", "getConfig", _get_config, not_found="NoSuchWarehouseException",
+          summary="The prefix and endpoints of a catalog", query=("warehouse",)),
     Route("GET", "/v1/{prefix}/namespaces", "listNamespaces", _list_namespaces,
-          not_found="NoSuchNamespaceException"),
+          not_found="NoSuchNamespaceException", summary="List namespaces (paged)",
+          query=("parent", *_PAGED)),
     Route("POST", "/v1/{prefix}/namespaces", "createNamespace", _create_namespace,
-          Access.ADMIN, changes=True),
+          Access.ADMIN, changes=True, summary="Create a namespace",
+          body="CreateNamespaceRequest"),
     Route("GET", "/v1/{prefix}/namespaces/{namespace}", "loadNamespaceMetadata",
-          _load_namespace, not_found="NoSuchNamespaceException"),
+          _load_namespace, not_found="NoSuchNamespaceException",
+          summary="A namespace's properties"),
     Route("HEAD", "/v1/{prefix}/namespaces/{namespace}", "namespaceExists",
-          _namespace_exists, not_found="NoSuchNamespaceException"),
+          _namespace_exists, not_found="NoSuchNamespaceException",
+          summary="Whether a namespace exists", success=204),
     Route("DELETE", "/v1/{prefix}/namespaces/{namespace}", "dropNamespace", _drop_namespace,
-          Access.ADMIN, changes=True, not_found="NoSuchNamespaceException"),
+          Access.ADMIN, changes=True, not_found="NoSuchNamespaceException",
+          summary="Drop an empty namespace", success=204),
     Route("POST", "/v1/{prefix}/namespaces/{namespace}/properties", "updateProperties",
           _update_properties, Access.ADMIN, changes=True,
-          not_found="NoSuchNamespaceException"),
+          not_found="NoSuchNamespaceException", summary="Set and remove namespace properties",
+          body="UpdateNamespacePropertiesRequest"),
     Route("GET", "/v1/{prefix}/namespaces/{namespace}/tables", "listTables", _list_tables,
-          not_found="NoSuchNamespaceException"),
+          not_found="NoSuchNamespaceException", summary="List tables (paged)", query=_PAGED),
     Route("POST", "/v1/{prefix}/namespaces/{namespace}/tables", "createTable", _create_table,
-          Access.WRITE, changes=True, not_found="NoSuchNamespaceException"),
+          Access.WRITE, changes=True, not_found="NoSuchNamespaceException",
+          summary="Create a table (stage-create: metadata to commit later)",
+          body="CreateTableRequest"),
     Route("POST", "/v1/{prefix}/namespaces/{namespace}/register", "registerTable",
-          _register_table, Access.WRITE, changes=True, not_found="NoSuchNamespaceException"),
-    Route("GET", _TABLE, "loadTable", _load_table, not_found="NoSuchTableException"),
-    Route("HEAD", _TABLE, "tableExists", _table_exists, not_found="NoSuchTableException"),
+          _register_table, Access.WRITE, changes=True, not_found="NoSuchNamespaceException",
+          summary="Register an existing metadata file as a table",
+          body="RegisterTableRequest"),
+    Route("GET", _TABLE, "loadTable", _load_table, not_found="NoSuchTableException",
+          summary="Load a table (ETag; If-None-Match: 304)", query=("snapshots",)),
+    Route("HEAD", _TABLE, "tableExists", _table_exists, not_found="NoSuchTableException",
+          summary="Whether a table exists", success=204),
     Route("POST", _TABLE, "updateTable", _update_table, Access.WRITE, changes=True,
-          not_found="NoSuchTableException"),
+          not_found="NoSuchTableException",
+          summary="Commit requirements and updates to a table", body="CommitTableRequest"),
     Route("DELETE", _TABLE, "dropTable", _drop_table, Access.WRITE, changes=True,
-          not_found="NoSuchTableException", access_of=_drop_access),
+          not_found="NoSuchTableException", access_of=_drop_access,
+          summary="Drop a table (purgeRequested: with its files, admin)",
+          query=("purgeRequested",), success=204),
     Route("POST", "/v1/{prefix}/tables/rename", "renameTable", _rename_table, Access.WRITE,
-          changes=True, not_found="NoSuchTableException"),
+          changes=True, not_found="NoSuchTableException", summary="Rename a table",
+          body="RenameTableRequest", success=204),
     Route("POST", "/v1/{prefix}/transactions/commit", "commitTransaction",
-          _commit_transaction, Access.WRITE, changes=True, not_found="NoSuchTableException"),
+          _commit_transaction, Access.WRITE, changes=True, not_found="NoSuchTableException",
+          summary="Commit to several tables at once (one SQL catalog: atomic)",
+          body="CommitTransactionRequest", success=204),
 )

@@ -510,3 +510,20 @@ def test_four_processes_appending_through_rest_lose_and_repeat_nothing(
     conflicts = sum("-> 409 CommitFailedException" in a for a in answers)
     assert conflicts > 0 and sum("-> 200" in a for a in answers) == 32
     assert len(answers) == 32 + conflicts  # nothing but successes and 409s
+
+
+def test_the_reference_documents_what_is_served(site: Site) -> None:
+    from drf_spectacular.validation import validate_schema
+
+    client = Client()
+    doc = client.get("/iceberg/openapi.json").json()
+    validate_schema(doc)
+    served = {f"{method.upper()} {path}" for path, item in doc["paths"].items()
+              for method in item if path not in ("/v1/config", "/v1/oauth/tokens")}
+    status, _, config = _raw(site, "GET", f"/v1/config?warehouse={site.sql}",
+                             headers=_bearer(site, "vic"))
+    assert served == set(config["endpoints"])  # the reference lists what config advertises
+    ops = {op["operationId"] for item in doc["paths"].values() for op in item.values()}
+    assert {"getConfig", "getToken", "updateTable", "commitTransaction", "dropTable"} <= ops
+    page = client.get("/iceberg/reference/")
+    assert page.status_code == 200 and b"/iceberg/openapi.json" in page.content
