@@ -57,6 +57,8 @@ class IdempotencyStore:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.lifetime_s = lifetime_s
         self.max_keys = max_keys
+        #: How long a request waits for the first one with its key to finish.
+        self.wait_s = 120.0
         self._clock = clock
         self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
         self._lock = threading.Lock()
@@ -68,9 +70,12 @@ class IdempotencyStore:
 
     def run(self, principal: str, key: str, request_fingerprint: str,
             action: Callable[[], Response], *, conflict: Callable[[], Response],
-            replayed: Callable[[Response], Response]) -> Response:
+            replayed: Callable[[Response], Response],
+            running: Callable[[], Response]) -> Response:
         """``action()`` once per (principal, key): its answer, or the stored one
-        (``replayed(stored)``), or ``conflict()`` when the key came with another request."""
+        (``replayed(stored)``), ``conflict()`` when the key came with another request, or
+        ``running()`` when the first request with the key is still running after
+        :attr:`wait_s` seconds."""
         slot = (principal, key)
         while True:
             with self._lock:
@@ -86,7 +91,8 @@ class IdempotencyStore:
                 break
             if entry.fingerprint != request_fingerprint:
                 return conflict()
-            entry.done.wait()
+            if not entry.done.wait(self.wait_s):
+                return running()
             if entry.response is not None:
                 return replayed(entry.response)
             # the first one was not finalized (5xx, or it raised): run it now, as a retry

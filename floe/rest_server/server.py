@@ -64,6 +64,7 @@ from floe.partitioning import PARTITION_FIELD_ID_START, UNPARTITIONED, Partition
 from floe.rest_server.errors import (
     BadRequest,
     CommitFailed,
+    CommitStateUnknownError,
     RestError,
     error_for,
 )
@@ -573,9 +574,15 @@ class RestServer:
             return dataclasses.replace(stored, changes=[], replayed=True,
                                        headers=dict(stored.headers))
 
+        def running() -> Response:
+            return _error_response(CommitStateUnknownError(
+                f"the request first sent with Idempotency-Key {key!r} is still running; its "
+                "outcome is not known yet"))
+
         return self.idempotency.run(
             request.principal, key, fingerprint(request.method, request.path, request.body),
-            lambda: self._dispatch(call), conflict=conflict, replayed=replayed)
+            lambda: self._dispatch(call), conflict=conflict, replayed=replayed,
+            running=running)
 
     def _dispatch(self, call: Call) -> Response:
         route = call.route

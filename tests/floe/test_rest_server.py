@@ -12,6 +12,7 @@ from __future__ import annotations
 import http.server
 import json
 import threading
+import time
 import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator
@@ -732,3 +733,49 @@ def test_floes_rest_client_creates_appends_and_evolves_through_the_core(
     data = plan_to_table(local.io, plan_files(local.io, local.metadata))
     assert sorted(data.column("id").to_pylist()) == list(range(20))
     remote.close()
+
+
+def test_a_request_with_a_key_in_flight_waits_for_the_first_and_a_5xx_is_not_kept() -> None:
+    from floe.rest_server import IdempotencyStore
+
+    store = IdempotencyStore()
+    started, release, runs = threading.Event(), threading.Event(), []
+
+    def slow() -> Response:
+        runs.append("slow")
+        started.set()
+        release.wait(10)
+        return Response(200, b"first")
+
+    def never() -> Response:
+        raise AssertionError("must not run")
+
+    def make(key: str, action: Callable[[], Response]) -> Callable[[], Response]:
+        return lambda: store.run("p", key, "f", action, conflict=lambda: Response(422),
+                                 replayed=lambda r: Response(r.status, r.body, replayed=True),
+                                 running=lambda: Response(500, b"running"))
+
+    answers: list[Response] = []
+    first = threading.Thread(target=lambda: answers.append(make("k", slow)()))
+    first.start()
+    started.wait(10)
+    second = threading.Thread(target=lambda: answers.append(make("k", never)()))
+    second.start()
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert runs == ["slow"] and sorted(a.body for a in answers) == [b"first", b"first"]
+    assert [a.replayed for a in answers].count(True) == 1
+    # a 5xx is not finalized: the same key runs again
+    failing = [Response(503), Response(200, b"ok")]
+    assert make("k2", lambda: failing.pop(0))().status == 503
+    assert make("k2", lambda: failing.pop(0))().body == b"ok"
+    # a first request still running after wait_s: the second is told, without running
+    store.wait_s = 0.05
+    hold = threading.Event()
+    blocked = threading.Thread(target=make("k3", lambda: (hold.wait(10), Response(200))[1]))
+    blocked.start()
+    time.sleep(0.05)
+    assert make("k3", never)().body == b"running"
+    hold.set()
+    blocked.join(10)
