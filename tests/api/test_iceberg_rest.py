@@ -390,6 +390,19 @@ def test_bad_requests_are_4xx_in_the_error_model_and_change_nothing(site: Site,
         got, _, doc = _raw(site, method, target, body or None, _bearer(site, "ann"))
         assert (got, doc["error"]["code"]) == (status, status), (target, body, doc)
         assert says in doc["error"]["message"], (says, doc)
+    # the site reads and writes only inside a catalog's warehouse: 422, nothing read or made
+    outside = [
+        ("POST", f"/v1/{site.sql}/namespaces/db/register",
+         json.dumps({"name": "pw", "metadata-location": "/etc/passwd"}).encode()),
+        ("POST", f"/v1/{site.sql}/namespaces/db/tables",
+         json.dumps({"name": "away", "schema": SCHEMA.to_json(),
+                     "location": str(site.sql_warehouse.parent / "elsewhere")}).encode()),
+    ]
+    for method, target, body in outside:
+        got, _, doc = _raw(site, method, target, body, _bearer(site, "ann"))
+        assert (got, doc["error"]["type"]) == (422, "UnprocessableEntityException"), doc
+        assert "outside the warehouse" in doc["error"]["message"]
+    assert not (site.sql_warehouse.parent / "elsewhere").exists()
     settings.FLOE_ICEBERG_MAX_BODY = 2048
     big = json.dumps(commit_request_to_json([], [SetProperties({"k": "v" * 5000})])).encode()
     got, _, doc = _raw(site, "POST", path, big, _bearer(site, "ann"))
