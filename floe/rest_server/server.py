@@ -588,6 +588,9 @@ class RestServer:
         route = call.route
         try:
             response = route.handler(call)
+        except RecursionError:  # JSON or a schema nested deeper than Python recurses
+            response = _error_response(BadRequest(
+                f"{route.name}: the request nests deeper than the server reads"))
         except Exception as exc:  # every failure is an answer in the error model
             # a change that failed unexpectedly may or may not have happened
             error = error_for(exc, not_found=route.not_found, committing=route.changes)

@@ -364,6 +364,18 @@ def test_a_malformed_commit_is_400_and_changes_nothing(client: Client, catalog: 
     assert _location(catalog, "db.t") == before
 
 
+def test_a_body_nested_too_deep_is_400_and_changes_nothing(client: Client,
+                                                           catalog: Catalog) -> None:
+    _create(client)
+    before = _location(catalog, "db.t")
+    r = client("POST", "namespaces/db/tables/t", raw=b"[" * 200_000 + b"]" * 200_000)
+    assert _error(r) == (400, "BadRequestException")
+    commit = b'{"requirements": [], "updates": [{"action": "set-properties", "updates": ' \
+        + b'{"k": ' + b'[' * 100_000 + b']' * 100_000 + b'}}]}'
+    assert _error(client("POST", "namespaces/db/tables/t", raw=commit))[0] == 400
+    assert _location(catalog, "db.t") == before
+
+
 @pytest.mark.parametrize("path, body", [
     ("namespaces/db/tables/a..b", None),
     ("namespaces/db/tables/a%1Fb", None),
