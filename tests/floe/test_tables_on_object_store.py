@@ -84,6 +84,13 @@ def test_a_table_in_a_bucket_lives_through_every_change(seaweedfs: SeaweedFS, tm
     assert done.deleted_files == 1 and not table.io.exists(stray)
     assert _ids(table) == expected
 
+    from floe.maintenance.partition_stats import compute_partition_stats
+
+    stats = compute_partition_stats(table)
+    assert stats.committed and stats.statistics_file is not None
+    assert stats.statistics_file.statistics_path.startswith(table.location + "/")
+    assert table.io.info(stats.statistics_file.statistics_path) is not None
+
     catalog.drop_table("db.t", purge=True)
     assert table.io.list(table.location) == []
 
