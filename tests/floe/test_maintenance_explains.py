@@ -58,13 +58,14 @@ def now() -> int:
 
 Case = tuple[str, Callable[[Table], Any], Callable[[Table], Any], str, str]
 
-AN_HOUR_AGO = int(time.time() * 1000) - HOUR
+AN_HOUR_AGO = int(time.time() * 1000) - HOUR  # one cutoff per case: messages name it
+IN_AN_HOUR = int(time.time() * 1000) + HOUR
 
 CASES: list[Case] = [
     ("expire older_than in the future",
      lambda t: check_expiration(t.metadata, table=t.identifier, now_ms=now(),
-                                older_than_ms=now() + HOUR),
-     lambda t: expire_snapshots(t, older_than_ms=now() + HOUR, dry_run=True),
+                                older_than_ms=IN_AN_HOUR),
+     lambda t: expire_snapshots(t, older_than_ms=IN_AN_HOUR, dry_run=True),
      "older_than_ms", "in the future"),
     ("expire retain_last 0",
      lambda t: check_expiration(t.metadata, table=t.identifier, now_ms=now(), retain_last=0),
@@ -76,8 +77,8 @@ CASES: list[Case] = [
      "snapshot_ids", "still referenced by 'v1'"),
     ("orphans older_than in the future",
      lambda t: check_orphan_removal(t.metadata, table=t.identifier, now_ms=now(),
-                                    older_than_ms=now() + HOUR),
-     lambda t: remove_orphan_files(t, older_than_ms=now() + HOUR, dry_run=True),
+                                    older_than_ms=IN_AN_HOUR),
+     lambda t: remove_orphan_files(t, older_than_ms=IN_AN_HOUR, dry_run=True),
      "older_than_ms", "in the future"),
     ("orphans under a day without force",  # one cutoff for both: the message names it
      lambda t: check_orphan_removal(t.metadata, table=t.identifier, now_ms=now(),
