@@ -262,6 +262,9 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Tags and operation ids from the path after /api/ ("catalogs"), whatever other views
+    # the site has (left to itself the prefix is computed over every endpoint it sees)
+    "SCHEMA_PATH_PREFIX": "/api/",
     # Swagger UI from the installed sidecar package, never a CDN
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
