@@ -248,3 +248,71 @@ class CatalogGrant(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} {self.role} on {self.catalog}"
+
+
+class EngineReport(models.Model):
+    """A metrics report about one table: a ``ScanReport`` or ``CommitReport`` an engine sent
+    to the Iceberg REST catalog (``source`` ``client``), or one Floe's own scan planning made
+    (``floe-planned``). The key metrics have columns of their own (what the table's pages
+    group and show), the report as sent is kept in ``raw``. Kept per table and report type up
+    to ``FLOE_ICEBERG_REPORTS_PER_TABLE`` (the oldest go first). Like the audit trail, the
+    user is kept as text and id."""
+
+    class Type(models.TextChoices):
+        SCAN = "scan-report", "scan"
+        COMMIT = "commit-report", "commit"
+
+    class Source(models.TextChoices):
+        CLIENT = "client"
+        FLOE_PLANNED = "floe-planned"
+
+    catalog = models.CharField(max_length=255)
+    namespace = models.CharField(max_length=255)
+    table = models.CharField(max_length=255)
+    report_type = models.CharField(max_length=16, choices=Type.choices)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.CLIENT)
+    actor_id = models.BigIntegerField(null=True, blank=True)
+    actor_name = models.CharField(max_length=150, blank=True, default="")
+    engine = models.CharField(max_length=255, blank=True, default="")
+    received_at = models.DateTimeField(auto_now_add=True)
+    snapshot_id = models.BigIntegerField(null=True, blank=True)
+    # a scan's
+    schema_id = models.IntegerField(null=True, blank=True)
+    filter_text = models.TextField(blank=True, default="")
+    projected_fields = models.JSONField(default=list, blank=True)
+    planning_ms = models.FloatField(null=True, blank=True)
+    result_data_files = models.BigIntegerField(null=True, blank=True)
+    result_delete_files = models.BigIntegerField(null=True, blank=True)
+    total_data_manifests = models.BigIntegerField(null=True, blank=True)
+    scanned_data_manifests = models.BigIntegerField(null=True, blank=True)
+    skipped_data_manifests = models.BigIntegerField(null=True, blank=True)
+    skipped_data_files = models.BigIntegerField(null=True, blank=True)
+    total_file_size_bytes = models.BigIntegerField(null=True, blank=True)
+    # a commit's
+    sequence_number = models.BigIntegerField(null=True, blank=True)
+    operation = models.CharField(max_length=64, blank=True, default="")
+    attempts = models.BigIntegerField(null=True, blank=True)
+    added_data_files = models.BigIntegerField(null=True, blank=True)
+    removed_data_files = models.BigIntegerField(null=True, blank=True)
+    added_delete_files = models.BigIntegerField(null=True, blank=True)
+    removed_delete_files = models.BigIntegerField(null=True, blank=True)
+    added_records = models.BigIntegerField(null=True, blank=True)
+    removed_records = models.BigIntegerField(null=True, blank=True)
+    commit_ms = models.FloatField(null=True, blank=True)
+    raw = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-received_at", "-id"]
+        indexes = [
+            models.Index(fields=["catalog", "namespace", "table", "report_type", "id"],
+                         name="explorer_report_table_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return (f"{self.get_report_type_display()} of {self.namespace}.{self.table} by "
+                f"{self.engine or 'an unnamed engine'} ({self.actor_name or '-'})")
+
+    @property
+    def scanned_data_files(self) -> int | None:
+        """Data files the scan read (its result), beside :attr:`skipped_data_files`."""
+        return self.result_data_files

@@ -9,6 +9,10 @@ changes namespaces and drops tables with purge. Every change is an :class:`Audit
 engine that sent it (from the client's headers), the metadata file and current snapshot
 before and after; a commit whose outcome is unknown is recorded as failed with the reason.
 Refusals (4xx) are in the request log only.
+
+Metrics reports (``reportMetrics``: an engine's ``ScanReport`` / ``CommitReport``; and the
+reports Floe's own scan planning makes) are kept as :class:`EngineReport` rows by
+:func:`record_report`, bounded per table (``FLOE_ICEBERG_REPORTS_PER_TABLE``).
 """
 
 from __future__ import annotations
@@ -20,13 +24,25 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
 
 from explorer import permissions
 from explorer.catalogs import catalog_get, catalog_storage_properties
-from explorer.models import AuditEntry
-from floe.rest_server import Access, Change, Forbidden, Operation, RestServer
+from explorer.models import AuditEntry, EngineReport
+from floe.rest_server import (
+    Access,
+    Call,
+    Change,
+    Forbidden,
+    MetricsReport,
+    Operation,
+    RestServer,
+    report_from_json,
+)
+from floe.rest_server import metrics as m
 
-__all__ = ["audit_changes", "authorize", "engine_of", "rest_server"]
+__all__ = ["audit_changes", "authorize", "engine_of", "record_report", "rest_server"]
 
 log = logging.getLogger("explorer.iceberg")
 
@@ -52,7 +68,7 @@ def rest_server() -> RestServer:
     global _server
     with _lock:
         if _server is None:
-            _server = RestServer(catalog_get, vended_config=_vended)
+            _server = RestServer(catalog_get, vended_config=_vended, reports=_keep_report)
         _server.max_body_bytes = int(settings.FLOE_ICEBERG_MAX_BODY)
         return _server
 
@@ -112,3 +128,82 @@ def audit_changes(*, user: Any, engine: str, operation: Operation, changes: Iter
             outcome=_outcome(change), error=change.error, started_at=started_at,
             finished_at=finished_at, duration_ms=duration))
     return entries
+
+
+# -- metrics reports -------------------------------------------------------------------------
+
+#: A report's ``metadata`` keys that name the engine behind a client (Java's
+#: EnvironmentContext: Spark, Flink, Trino put their name and version there).
+_ENGINE_METADATA = ("engine-name", "engine-version")
+
+
+def _keep_report(call: Call, report: MetricsReport, source: str) -> None:
+    """The REST server's sink: the principal is the user's id (api/views_iceberg.py)."""
+    user = get_user_model().objects.filter(pk=call.request.principal or None).first() \
+        if call.request.principal.isdigit() else None
+    record_report(user=user, engine=engine_of(call.request.headers),
+                  operation=call.operation, report=report, source=source)
+
+
+def _engine(engine: str, report: MetricsReport) -> str:
+    named = " ".join(report.metadata.get(k, "") for k in _ENGINE_METADATA).strip()
+    if named and named.lower() not in engine.lower():
+        engine = f"{named} · {engine}" if engine else named
+    return engine[:255]
+
+
+def record_report(*, user: Any, engine: str, operation: Operation,
+                  report: MetricsReport | Mapping[str, Any],
+                  source: str = EngineReport.Source.CLIENT) -> EngineReport:
+    """Keep a metrics report about ``operation``'s table: one an engine sent (``source``
+    ``client``) or one Floe's scan planning made (``floe-planned``), as a parsed
+    :class:`~floe.rest_server.MetricsReport` or the spec's ``ReportMetricsRequest`` dict
+    (malformed: :class:`~floe.rest_server.BadRequest`). ``user`` may be None (a server-made
+    report), ``engine`` is :func:`engine_of` the request's headers (a report naming its
+    engine in ``metadata``, as Spark's does, adds it). Then the table's oldest reports of
+    that type beyond ``FLOE_ICEBERG_REPORTS_PER_TABLE`` are deleted."""
+    if not isinstance(report, MetricsReport):
+        report = report_from_json(report)
+    if operation.catalog is None or operation.namespace is None or operation.table is None:
+        raise ValueError(f"{operation.name} names no table: a report is about one")
+    if source not in EngineReport.Source.values:
+        raise ValueError(f"unknown report source {source!r}")
+    where = {"catalog": operation.catalog, "namespace": ".".join(operation.namespace),
+             "table": operation.table, "report_type": report.report_type}
+    fields: dict[str, Any] = {
+        **where, "source": source, "engine": _engine(engine, report),
+        "actor_id": getattr(user, "pk", None),
+        "actor_name": user.get_username() if user is not None else "",
+        "snapshot_id": report.snapshot_id, "raw": dict(report.raw)}
+    if report.is_scan:
+        fields.update(
+            schema_id=report.schema_id, filter_text=report.filter_text,
+            projected_fields=list(report.projected_field_names[:1000]),
+            planning_ms=report.duration_ms(m.TOTAL_PLANNING_DURATION),
+            result_data_files=report.counter(m.RESULT_DATA_FILES),
+            result_delete_files=report.counter(m.RESULT_DELETE_FILES),
+            total_data_manifests=report.counter(m.TOTAL_DATA_MANIFESTS),
+            scanned_data_manifests=report.counter(m.SCANNED_DATA_MANIFESTS),
+            skipped_data_manifests=report.counter(m.SKIPPED_DATA_MANIFESTS),
+            skipped_data_files=report.counter(m.SKIPPED_DATA_FILES),
+            total_file_size_bytes=report.counter(m.TOTAL_FILE_SIZE_IN_BYTES))
+    else:
+        fields.update(
+            sequence_number=report.sequence_number, operation=(report.operation or "")[:64],
+            attempts=report.counter(m.ATTEMPTS),
+            added_data_files=report.counter(m.ADDED_DATA_FILES),
+            removed_data_files=report.counter(m.REMOVED_DATA_FILES),
+            added_delete_files=report.counter(m.ADDED_DELETE_FILES),
+            removed_delete_files=report.counter(m.REMOVED_DELETE_FILES),
+            added_records=report.counter(m.ADDED_RECORDS),
+            removed_records=report.counter(m.REMOVED_RECORDS),
+            commit_ms=report.duration_ms(m.TOTAL_DURATION))
+    keep = int(settings.FLOE_ICEBERG_REPORTS_PER_TABLE)
+    with transaction.atomic():
+        row = EngineReport.objects.create(**fields)
+        # the newest ``keep`` stay: everything older than the keep-th newest goes
+        cutoff = list(EngineReport.objects.filter(**where).order_by("-id")
+                      .values_list("id", flat=True)[keep:keep + 1])
+        if cutoff:
+            EngineReport.objects.filter(**where, id__lte=cutoff[0]).delete()
+    return row

@@ -122,6 +122,10 @@ FLOE_WORKER_CPUS = envint("FLOE_WORKER_CPUS", str(max(1, (os.cpu_count() or 1) -
 FLOE_ICEBERG_TOKEN_TTL = envint("FLOE_ICEBERG_TOKEN_TTL", "3600", minimum=10)
 FLOE_ICEBERG_MAX_BODY = envint("FLOE_ICEBERG_MAX_BODY", str(8 * 2**20), minimum=1024)
 FLOE_ICEBERG_VENDED_PROPERTIES = envlist("FLOE_ICEBERG_VENDED_PROPERTIES", "")
+# Metrics reports (scans, commits) kept per table and report type; the oldest go first, so a
+# chatty engine cannot fill the database.
+FLOE_ICEBERG_REPORTS_PER_TABLE = envint("FLOE_ICEBERG_REPORTS_PER_TABLE", "500", minimum=1,
+                                        maximum=1_000_000)
 
 # --- Django ---------------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from explorer import views_reports as vr
 from explorer import views_table as v
 from explorer import views_tasks as vt
 
@@ -19,6 +20,7 @@ urlpatterns = [
     path(_t + "history/", v.table_history, name="history"),
     path(_t + "metadata/", v.table_metadata, name="metadata"),
     path(_t + "diff/", v.table_diff, name="diff"),
+    path(_t + "reports/", vr.table_reports_page, name="reports"),
 ]
 
 # Pages that act on the table, and its audit trail (explorer.views_tasks).

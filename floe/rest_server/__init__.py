@@ -3,7 +3,8 @@
 :mod:`floe.rest_server.errors` for the error model, :mod:`floe.rest_server.idempotency` for
 ``Idempotency-Key``. A web layer authenticates, builds a :class:`Request`, calls
 :meth:`RestServer.handle` with an ``authorize`` callback, writes the :class:`Response` and
-audits its :attr:`Response.changes`."""
+audits its :attr:`Response.changes`; the metrics reports engines send go to the ``reports``
+sink it gives (:mod:`floe.rest_server.metrics`)."""
 
 from floe.rest_server.errors import (
     BadRequest,
@@ -15,11 +16,13 @@ from floe.rest_server.errors import (
     error_for,
 )
 from floe.rest_server.idempotency import IdempotencyStore
+from floe.rest_server.metrics import MetricsReport, report_from_json
 from floe.rest_server.server import (
     Access,
     Call,
     Change,
     Operation,
+    ReportSink,
     Request,
     Response,
     RestServer,
@@ -36,8 +39,10 @@ __all__ = [
     "CommitStateUnknownError",
     "Forbidden",
     "IdempotencyStore",
+    "MetricsReport",
     "NotAuthorized",
     "Operation",
+    "ReportSink",
     "Request",
     "Response",
     "RestError",
@@ -45,4 +50,5 @@ __all__ = [
     "Route",
     "error_for",
     "json_response",
+    "report_from_json",
 ]

@@ -12,8 +12,10 @@ of a catalog; the answer's ``overrides.prefix`` is that name and ``endpoints`` w
 here), then under ``/v1/{prefix}/``: namespaces (list, paged, ``parent`` for nested ones;
 create; load; exists; drop; update properties), tables (list, paged; create, also staged;
 load with ``ETag`` / ``If-None-Match``; exists; commit; drop, ``purgeRequested``; rename;
-register) and ``transactions/commit``. Namespace levels in paths are joined by ``%1F``.
-More routes are added with :meth:`RestServer.add_route`.
+register), ``transactions/commit`` and a table's ``metrics`` (reportMetrics: the report
+checked, :mod:`floe.rest_server.metrics`, handed to the ``reports`` sink the web layer gives,
+answered 204). Namespace levels in paths are joined by ``%1F``. More routes are added with
+:meth:`RestServer.add_route`.
 
 Commits apply the updates to the table's current metadata after checking the requirements
 against it (a failed one is 409 ``CommitFailedException``), through the catalog's
@@ -69,6 +71,7 @@ from floe.rest_server.errors import (
     error_for,
 )
 from floe.rest_server.idempotency import IdempotencyStore, fingerprint
+from floe.rest_server.metrics import MetricsReport, report_from_json
 from floe.schema import Schema
 from floe.sorting import UNSORTED_SORT_ORDER, SortOrder
 from floe.table.updates import (
@@ -88,6 +91,7 @@ __all__ = [
     "Change",
     "Operation",
     "Request",
+    "ReportSink",
     "Response",
     "RestServer",
     "Route",
@@ -302,6 +306,11 @@ def paginate(items: Sequence[Any], key: Callable[[Any], Any], query: Mapping[str
 
 
 Handler = Callable[["Call"], Response]
+#: Where metrics reports go (:meth:`RestServer.record_report`): the request's call (its
+#: operation names the table, its request the principal and the client's headers), the
+#: report, and its source (``"client"``: sent by an engine; ``"floe-planned"``: made by the
+#: server's own scan planning).
+ReportSink = Callable[["Call", MetricsReport, str], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,7 +443,8 @@ class RestServer:
     configuration handed to clients with every table of that catalog (a loadTable's
     ``config``), which the operator chooses; by default nothing. ``max_body_bytes``,
     ``page_size``, ``commit_retries`` and ``idempotency`` (an :class:`IdempotencyStore`)
-    as their defaults say."""
+    as their defaults say. ``reports`` keeps the metrics reports engines send (without it
+    they are checked and dropped)."""
 
     def __init__(
         self,
@@ -445,6 +455,7 @@ class RestServer:
         page_size: int = DEFAULT_PAGE_SIZE,
         commit_retries: int = DEFAULT_COMMIT_RETRIES,
         idempotency: IdempotencyStore | None = None,
+        reports: ReportSink | None = None,
     ) -> None:
         self._catalogs = catalogs
         self._vended = vended_config
@@ -452,6 +463,7 @@ class RestServer:
         self.page_size = page_size
         self.commit_retries = commit_retries
         self.idempotency = idempotency if idempotency is not None else IdempotencyStore()
+        self.reports = reports
         self._bodies: LRUCache[tuple[str, str | None, int, str], bytes] = LRUCache(256)
         self.routes: list[Route] = []
         for route in _ROUTES:
@@ -518,6 +530,16 @@ class RestServer:
                                                      "type": {"type": "string"},
                                                      "code": {"type": "integer"}}}}}}},
         }
+
+    def record_report(self, call: Call, report: MetricsReport | Mapping[str, Any],
+                      source: str = "client") -> MetricsReport:
+        """Hand a metrics report about ``call``'s table to the ``reports`` sink: one an
+        engine sent (``reportMetrics``) or one the server made (``source="floe-planned"``,
+        a spec-shaped ``ReportMetricsRequest`` dict). 400 for a malformed one."""
+        parsed = report if isinstance(report, MetricsReport) else report_from_json(report)
+        if self.reports is not None:
+            self.reports(call, parsed, source)
+        return parsed
 
     def vended_config(self, catalog: str) -> dict[str, str]:
         return dict(self._vended(catalog)) if self._vended is not None else {}
@@ -1167,6 +1189,14 @@ def _register_table(call: Call) -> Response:
                                     table.metadata)
 
 
+def _report_metrics(call: Call) -> Response:
+    report = report_from_json(call.json())
+    if not call.catalog.table_exists(call.ident):
+        raise NotFound(f"table {call.ident} does not exist in catalog {call.catalog_name!r}")
+    call.server.record_report(call, report)
+    return Response(204)
+
+
 def _commit_transaction(call: Call) -> Response:
     doc = call.json()
     raw = doc.get("table-changes")
@@ -1262,6 +1292,10 @@ _ROUTES: tuple[Route, ...] = (
           not_found="NoSuchTableException", access_of=_drop_access,
           summary="Drop a table (purgeRequested: with its files, admin)",
           query=("purgeRequested",), success=204),
+    Route("POST", _TABLE + "/metrics", "reportMetrics", _report_metrics,
+          not_found="NoSuchTableException",
+          summary="Report a scan's or a commit's metrics (kept and shown on the table's "
+                  "pages)", body="ReportMetricsRequest", success=204),
     Route("POST", "/v1/{prefix}/tables/rename", "renameTable", _rename_table, Access.WRITE,
           changes=True, not_found="NoSuchTableException", summary="Rename a table",
           body="RenameTableRequest", success=204),

@@ -19,7 +19,7 @@ EVENTS = "/catalogs/local/namespaces/web/tables/events/"
 SESSIONS = "/catalogs/local/namespaces/web/tables/sessions/"
 # Anonymous visitors (make run's default) also see the Actions tab saying how to get it.
 TABS = ["Overview", "Snapshots", "Partitions", "Scan plan", "Preview", "History & evolution",
-        "Diff", "Tasks", "Audit", "Actions · sign in"]
+        "Diff", "Tasks", "Scans & commits", "Audit", "Actions · sign in"]
 
 
 @pytest.fixture
