@@ -18,6 +18,7 @@ reports Floe's own scan planning makes) are kept as :class:`EngineReport` rows b
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import threading
 from collections.abc import Iterable, Mapping
@@ -132,6 +133,14 @@ def audit_changes(*, user: Any, engine: str, operation: Operation, changes: Iter
 
 # -- metrics reports -------------------------------------------------------------------------
 
+#: The largest report (as JSON) kept whole in ``raw``; a larger one (thousands of projected
+#: columns, a filter on thousands of values) is kept without its field lists and filter,
+#: which have bounded columns of their own.
+RAW_REPORT_LIMIT = 64 * 1024
+#: Projected field names kept per scan.
+PROJECTED_FIELDS_LIMIT = 1000
+_BULKY_KEYS = ("projected-field-ids", "projected-field-names", "filter")
+
 #: A report's ``metadata`` keys that name the engine behind a client (Java's
 #: EnvironmentContext: Spark, Flink, Trino put their name and version there).
 _ENGINE_METADATA = ("engine-name", "engine-version")
@@ -152,6 +161,17 @@ def _engine(engine: str, report: MetricsReport) -> str:
     return engine[:255]
 
 
+def _raw(report: MetricsReport) -> dict[str, Any]:
+    raw = dict(report.raw)
+    if len(json.dumps(raw)) <= RAW_REPORT_LIMIT:
+        return raw
+    raw = {k: v for k, v in raw.items() if k not in _BULKY_KEYS}
+    raw["floe-omitted"] = [k for k in _BULKY_KEYS if k in report.raw]
+    if len(json.dumps(raw)) > RAW_REPORT_LIMIT:  # many or long metric names, metadata
+        raw = {"report-type": report.report_type, "floe-omitted": sorted(report.raw)}
+    return raw
+
+
 def record_report(*, user: Any, engine: str, operation: Operation,
                   report: MetricsReport | Mapping[str, Any],
                   source: str = EngineReport.Source.CLIENT) -> EngineReport:
@@ -161,7 +181,8 @@ def record_report(*, user: Any, engine: str, operation: Operation,
     (malformed: :class:`~floe.rest_server.BadRequest`). ``user`` may be None (a server-made
     report), ``engine`` is :func:`engine_of` the request's headers (a report naming its
     engine in ``metadata``, as Spark's does, adds it). Then the table's oldest reports of
-    that type beyond ``FLOE_ICEBERG_REPORTS_PER_TABLE`` are deleted."""
+    that type beyond ``FLOE_ICEBERG_REPORTS_PER_TABLE`` are deleted. What one row keeps is
+    bounded too (:data:`RAW_REPORT_LIMIT`, :data:`PROJECTED_FIELDS_LIMIT`)."""
     if not isinstance(report, MetricsReport):
         report = report_from_json(report)
     if operation.catalog is None or operation.namespace is None or operation.table is None:
@@ -174,11 +195,12 @@ def record_report(*, user: Any, engine: str, operation: Operation,
         **where, "source": source, "engine": _engine(engine, report),
         "actor_id": getattr(user, "pk", None),
         "actor_name": user.get_username() if user is not None else "",
-        "snapshot_id": report.snapshot_id, "raw": dict(report.raw)}
+        "snapshot_id": report.snapshot_id, "raw": _raw(report)}
     if report.is_scan:
         fields.update(
             schema_id=report.schema_id, filter_text=report.filter_text,
-            projected_fields=list(report.projected_field_names[:1000]),
+            projected_fields=[name[:255] for name in
+                              report.projected_field_names[:PROJECTED_FIELDS_LIMIT]],
             planning_ms=report.duration_ms(m.TOTAL_PLANNING_DURATION),
             result_data_files=report.counter(m.RESULT_DATA_FILES),
             result_delete_files=report.counter(m.RESULT_DELETE_FILES),

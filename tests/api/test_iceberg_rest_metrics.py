@@ -139,6 +139,20 @@ def test_a_chatty_engine_keeps_only_the_newest_reports_per_table_and_type(
     assert EngineReport.objects.filter(table="refunds").count() == 1
 
 
+def test_a_huge_report_is_kept_bounded(live_server: Any, warehouse: Path) -> None:
+    names = [f"column_{i:05}" for i in range(20_000)]
+    big = scan_report(**{"projected-field-names": names,
+                         "projected-field-ids": list(range(20_000))})
+    assert _post(live_server, PATH, big, _token("vic", "viewer"))[0] == 204
+    row = EngineReport.objects.get()
+    assert row.projected_fields == names[:services_rest.PROJECTED_FIELDS_LIMIT]
+    assert row.raw["floe-omitted"] == ["projected-field-ids", "projected-field-names",
+                                       "filter"]
+    assert row.raw["metrics"] == big["metrics"] and row.skipped_data_files == 5
+    assert row.filter_text == "id > (2-digit-int) AND cat IS NOT NULL"
+    assert len(json.dumps(row.raw)) <= services_rest.RAW_REPORT_LIMIT
+
+
 def test_the_config_advertises_the_route(live_server: Any, warehouse: Path) -> None:
     parsed = urllib.parse.urlsplit(str(live_server.url))
     conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=30)
