@@ -250,7 +250,9 @@ class FileSystemCatalog(Catalog):
             raise NotFound(f"namespace {'.'.join(ns)} does not exist in catalog {self.name!r}")
         out: list[Namespace] = []
         for name in self._subdirs(base):
-            if name != METADATA_DIR and not is_table_dir(self.io, _join(base, name)):
+            # a directory with metadata/ is a table, or one staged and not yet committed
+            if name != METADATA_DIR and not self.io.is_dir(
+                    _join(_join(base, name), METADATA_DIR)):
                 try:
                     out.append(to_namespace((*ns, name)))
                 except ValidationError:

@@ -37,6 +37,7 @@ import enum
 import hashlib
 import json
 import logging
+import os
 import random
 import time
 import urllib.parse
@@ -55,8 +56,11 @@ from floe.catalog.base import (
     validate_name,
 )
 from floe.errors import CommitConflict, NotFound, ValidationError
+from floe.io import is_local
+from floe.io.local import local_path
 from floe.metadata import (
     DEFAULT_FORMAT_VERSION,
+    METADATA_DIR,
     RESERVED_PROPERTIES,
     TableMetadata,
     metadata_to_json,
@@ -1039,15 +1043,31 @@ def _create_table(call: Call) -> Response:
         if catalog.table_exists(ident):
             raise RestError(409, "AlreadyExistsException",
                             f"table {ident} already exists in catalog {call.catalog_name!r}")
-        md = new_table_metadata(schema, spec, order,
-                                location or catalog.default_table_location(ident), props,
-                                version)
+        default = catalog.default_table_location(ident)
+        md = new_table_metadata(schema, spec, order, location or default, props, version)
+        if md.location.rstrip("/") == default.rstrip("/"):  # never a directory elsewhere
+            _prepare_staged_location(md.location)
         return call.server.table_result(call.catalog_name, None, md)
     table = catalog.create_table(ident, schema, spec, order, props, location, version)
     call.changes.append(_change(call, "create_table", ident, None, None,
                                 table.metadata_location, table.metadata, {}))
     return call.server.table_result(call.catalog_name, table.metadata_location,
                                     table.metadata)
+
+
+def _prepare_staged_location(location: str) -> None:
+    """Make a staged table's ``metadata/`` directory when it is on a local disk. A client may
+    write the first snapshot's manifests there before it commits the create (DuckDB 1.5's
+    ``CREATE TABLE ... AS`` or ``CREATE TABLE`` then ``INSERT`` in one transaction) and open
+    them without making directories; an object store needs none. A failure here is the
+    client's to see when it writes, not a reason to refuse the staged create."""
+    if not is_local(location):
+        return
+    try:
+        os.makedirs(local_path(location.rstrip("/") + "/" + METADATA_DIR), exist_ok=True)
+    except (OSError, ValidationError) as e:
+        log.warning("could not make the metadata directory of staged table %s: %s",
+                    location, e)
 
 
 def _snapshots_mode(call: Call) -> str:

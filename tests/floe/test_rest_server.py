@@ -519,6 +519,25 @@ def test_a_staged_create_is_committed_with_assert_create(client: Client,
     assert not catalog.table_exists("db.s2") and not catalog.table_exists("db.s3")
 
 
+def test_a_staged_create_makes_its_local_metadata_directory_and_none_elsewhere(
+        client: Client, catalog: Catalog, tmp_path: Path) -> None:
+    # DuckDB 1.5 writes the first snapshot's manifests under <location>/metadata/ before it
+    # commits a staged create (CREATE TABLE AS) and makes no directory on a local disk
+    client("POST", "namespaces", {"namespace": ["db"]})
+    staged = client("POST", "namespaces/db/tables",
+                    {"name": "s", "schema": SCHEMA_JSON, "stage-create": True})
+    assert staged.status == 200
+    location = staged.json()["metadata"]["location"]
+    assert Path(location, "metadata").is_dir() and staged.changes == []
+    # still no table, and its directory is no namespace either
+    assert not catalog.table_exists("db.s")
+    assert catalog.list_tables("db") == [] and catalog.list_namespaces("db") == []
+    elsewhere = tmp_path / "elsewhere"
+    client("POST", "namespaces/db/tables", {"name": "o", "schema": SCHEMA_JSON,
+                                             "stage-create": True, "location": str(elsewhere)})
+    assert not elsewhere.exists()
+
+
 # -- rename and register ---------------------------------------------------------------------
 
 
