@@ -13,7 +13,9 @@ What DuckDB 1.5.5 sends (seen in the request log): client credentials as HTTP Ba
 (INSERT, DELETE, UPDATE, ALTER TABLE ADD COLUMN) as ``transactions/commit``, one per DuckDB
 transaction, with all the tables it wrote; ``DROP TABLE`` without ``purgeRequested``. Its
 engine is its User-Agent, ``duckdb/v1.5.5(<platform>) <client> <commit>``. Data files go
-under the table's location (local paths here), deletes as position-delete files.
+under the table's location (local paths on a local warehouse, ``s3://`` on a bucket, where
+DuckDB needs either an S3 secret of its own or the storage config Floe vends), deletes as
+position-delete files.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from explorer.catalogs import catalog_get
 from explorer.models import AuditEntry
 from explorer.selectors_audit import table_audit
 from floe.catalog.base import TableIdentifier
@@ -36,7 +39,7 @@ from floe.scan.readers import plan_to_table
 from floe.table import Table
 from tests.api import test_iceberg_rest as served
 from tests.api.test_iceberg_rest import Site, _pyiceberg
-from tests.object_store import duckdb_connect
+from tests.object_store import MotoS3, duckdb_connect, unique_name
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -301,3 +304,46 @@ def test_a_conflicting_duckdb_commit_is_409_and_only_the_first_lands(site: Site,
         assert _floe_rows(catalog.load_table("db.t")) == [(0,), (1,)]
     commits = AuditEntry.objects.filter(table="t", action="rest_commit")
     assert commits.count() == 1
+
+
+# -- a warehouse in a bucket ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("vended", [False, True], ids=["own-secret", "vended-config"])
+def test_duckdb_on_a_catalog_whose_warehouse_is_a_bucket(
+        moto_s3: MotoS3, live_server: Any, tmp_path: Path, settings: Any, vended: bool) -> None:
+    """A SQL catalog over ``s3://``: DuckDB writes its files to the bucket, either with an S3
+    secret of its own or with none, from the storage config Floe vends in loadTable (DuckDB
+    makes a secret scoped to the table's location from it)."""
+    name = unique_name("s3")
+    props = "".join(f'"{k}" = "{v}"\n' for k, v in moto_s3.s3_properties().items())
+    path = tmp_path / "catalogs.toml"
+    path.write_text(f'[catalogs.{name}]\ntype = "sql"\n'
+                    f'uri = "sqlite:///{tmp_path / "catalog.db"}"\n'
+                    f'warehouse = "s3://{moto_s3.bucket}/{name}"\n{props}')
+    settings.FLOE_CATALOGS = str(path)
+    settings.FLOE_ICEBERG_VENDED_PROPERTIES = list(moto_s3.s3_properties()) if vended else []
+    key = served._user("mia", "admin", "*")
+    con = duckdb_connect(None if vended else moto_s3)
+    try:
+        con.execute(f"ATTACH '{name}' AS lake (TYPE iceberg, ENDPOINT '{live_server.url}"
+                    f"/iceberg', CLIENT_ID 'mia', CLIENT_SECRET '{key}', READ_ONLY false)")
+        con.execute("CREATE SCHEMA lake.db")
+        con.execute("CREATE TABLE lake.db.t AS SELECT range AS id FROM range(4)")
+        con.execute("INSERT INTO lake.db.t VALUES (10)")
+        con.execute("DELETE FROM lake.db.t WHERE id = 2")
+        assert con.execute("SELECT id FROM lake.db.t ORDER BY id").fetchall() == [
+            (0,), (1,), (3,), (10,)]
+        # its S3 secrets: its own (provider config), or those it made from Floe's answers
+        secrets = set(con.execute("SELECT type, provider FROM duckdb_secrets()").fetchall())
+        assert secrets == {("s3", "iceberg" if vended else "config")}
+    finally:
+        con.close()
+    table = catalog_get(name).load_table("db.t")
+    plan = plan_files(table.io, table.metadata)
+    assert _floe_rows(table) == [(0,), (1,), (3,), (10,)]
+    prefix = f"s3://{moto_s3.bucket}/{name}/db.db/t/"
+    assert all(t.data_file.file_path.startswith(prefix) for t in plan.tasks)
+    assert all(d.path.startswith(prefix) for t in plan.tasks for d in t.delete_files)
+    assert [e.params["engine"].startswith(DUCKDB_ENGINE)
+            for e in _entries(name, "t")] == [True] * 3
