@@ -173,22 +173,43 @@ def test_duckdb_create_table_as_and_a_transaction_over_two_tables(site: Site,
 
 
 @SQLITE_ONLY
-def test_duckdb_alters_and_drops_a_table(site: Site, duck: Duck) -> None:
+def test_duckdb_merges_evolves_renames_and_drops_a_table(site: Site, duck: Duck) -> None:
     _pyiceberg(site, site.sql, token=site.keys["ann"]).create_namespace("db")
     con = duck("mia", site.sql)
     con.execute("CREATE TABLE lake.db.t (id BIGINT)")
     con.execute("INSERT INTO lake.db.t VALUES (1)")
-    con.execute("ALTER TABLE lake.db.t ADD COLUMN note VARCHAR")
-    con.execute("INSERT INTO lake.db.t VALUES (2, 'n')")
-    table = _pyiceberg(site, site.sql, token=site.keys["vic"]).load_table("db.t")
-    assert [f.name for f in table.schema().fields] == ["id", "note"]
-    assert _pyiceberg_rows(site, site.sql, "db.t") == [(1, None), (2, "n")]
-    con.execute("DROP TABLE lake.db.t")  # no purge asked: a maintainer may
+    con.execute("ALTER TABLE lake.db.t ADD COLUMN c VARCHAR")
+    con.execute("INSERT INTO lake.db.t VALUES (2, 'a'), (3, 'a')")
+    con.execute("MERGE INTO lake.db.t USING (SELECT 2 AS id, 'm' AS c UNION ALL "
+                "SELECT 9, 'n') s ON t.id = s.id WHEN MATCHED THEN UPDATE SET c = s.c "
+                "WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.c)")
+    con.execute("ALTER TABLE lake.db.t SET PARTITIONED BY (c)")
+    con.execute("INSERT INTO lake.db.t VALUES (20, 'p')")
+    con.execute("ALTER TABLE lake.db.t RENAME COLUMN c TO note")
+    con.execute("ALTER TABLE lake.db.t RENAME TO renamed")
+    expected = [(1, None), (2, "m"), (3, "a"), (9, "n"), (20, "p")]
     with site.sql_catalog() as catalog:
         assert not catalog.table_exists("db.t")
-    actions = [(e.action, e.params.get("updates")) for e in _entries(site.sql, "t")]
-    assert ("rest_commit", ["add-schema", "set-current-schema"]) in actions
-    assert actions[-1] == ("rest_drop_table", None)
+        table = catalog.load_table("db.renamed")
+        assert [f.name for f in table.schema().fields] == ["id", "note"]
+        assert [f.name for f in table.spec().fields] and len(table.metadata.partition_specs) == 2
+        assert _floe_rows(table) == expected
+    assert _pyiceberg_rows(site, site.sql, "db.renamed") == expected
+    con.execute("CREATE TABLE lake.db.v3 (x INT) WITH ('format-version' = '3')")
+    con.execute("INSERT INTO lake.db.v3 VALUES (1)")
+    con.execute("DROP TABLE lake.db.renamed")  # no purge asked: a maintainer may
+    with site.sql_catalog() as catalog:
+        v3 = catalog.load_table("db.v3")
+        assert v3.format_version == 3 and _floe_rows(v3) == [(1,)]
+        assert not catalog.table_exists("db.renamed")
+    actions = [(e.action, e.params["operation"], e.params.get("updates"))
+               for e in AuditEntry.objects.filter(actor_name="mia").order_by("id")]
+    assert ("rest_commit", "commitTransaction", ["add-schema", "set-current-schema"]) in actions
+    assert ("rest_commit", "commitTransaction", ["add-spec", "set-default-spec"]) in actions
+    assert [a[:2] for a in actions[-3:]] == [
+        ("rest_create_table", "updateTable"), ("rest_commit", "commitTransaction"),
+        ("rest_drop_table", "dropTable")]
+    assert ("rest_rename_table", "renameTable", None) in actions
 
 
 @SQLITE_ONLY
