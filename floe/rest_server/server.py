@@ -472,6 +472,16 @@ class RestServer:
         self.routes: list[Route] = []
         for route in _ROUTES:
             self.add_route(route)
+        from floe.rest_server.planning import DEFAULT_PLAN_PAGE_SIZE, PLANNING_ROUTES
+
+        for route in PLANNING_ROUTES:
+            self.add_route(route)
+        #: File scan tasks per answer of server-side scan planning (the rest: plan-tasks).
+        self.plan_page_size = DEFAULT_PLAN_PAGE_SIZE
+        #: Called with (call, a spec ScanReport dict, the explorer plan page's query params or
+        #: None) after each served planTableScan; None: nothing is called.
+        self.on_plan: Callable[[Call, dict[str, Any], dict[str, str] | None], None] | None \
+            = None
 
     # -- wiring ------------------------------------------------------------------------------
 
@@ -1242,6 +1252,8 @@ _PATH_PARAMS: dict[str, dict[str, Any]] = {
     "namespace": {"in": "path", "schema": {"type": "string"},
                   "description": "namespace levels joined by %1F"},
     "table": {"in": "path", "schema": {"type": "string"}, "description": "a table name"},
+    "plan-id": {"in": "path", "schema": {"type": "string"},
+                "description": "the plan-id planTableScan answered"},
 }
 _QUERY_PARAMS: dict[str, dict[str, Any]] = {
     "warehouse": {"in": "query", "schema": {"type": "string"},
