@@ -341,8 +341,9 @@ def file_scan_task_json(md: TableMetadata, task: FileScanTask, refs: Sequence[in
         "data-file": content_file_json(md, task.data_file, task.spec_id, stats, types)}
     if refs:
         out["delete-file-references"] = list(refs)
-    if task.residual is not None:
-        out["residual-filter"] = expression_to_json(task.residual)
+    # floe's None residual is "nothing left to test": true (an absent one would make the
+    # client test the whole filter again)
+    out["residual-filter"] = expression_to_json(task.residual)
     return out
 
 
