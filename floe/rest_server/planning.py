@@ -36,24 +36,21 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from floe.conversions import to_json_value
 from floe.errors import NotFound, ValidationError
 from floe.expressions.base import BooleanExpression
 from floe.expressions.json import expression_from_json, expression_to_json
-from floe.inspect import partition_type_for
-from floe.manifest import DataFile, FileContent
+from floe.manifest import FileContent
 from floe.metadata import TableMetadata
 from floe.rest_server.errors import BadRequest, RestError
 from floe.rest_server.server import Access, Call, Response, Route, json_response
 from floe.scan import ScanPlan, plan_files
 from floe.scan.delete_index import DeleteFile
 from floe.scan.incremental import plan_appends
-from floe.scan.planning import FileScanTask
+from floe.scan.tasks_json import scan_tasks_json
 from floe.schema import Schema
 from floe.table import Table
-from floe.types import PrimitiveType, StructType
 
-__all__ = ["DEFAULT_PLAN_PAGE_SIZE", "PLANNING_ROUTES", "content_file_json", "scan_report"]
+__all__ = ["DEFAULT_PLAN_PAGE_SIZE", "PLANNING_ROUTES", "scan_report"]
 
 log = logging.getLogger("floe.rest_server")
 
@@ -309,112 +306,10 @@ def scan_tasks_page(md: TableMetadata, served: ServedPlan, offset: int, size: in
     """The spec's ``ScanTasks`` of tasks ``[offset, offset + size)`` and the plan task of
     the next page."""
     tasks = served.plan.tasks
-    page = tasks[offset:offset + size]
-    deletes: list[DeleteFile] = []
-    index: dict[tuple[str, int | None], int] = {}
-    stats = _stats_ids(served)
-    types: dict[int, StructType] = {}
-    out_tasks = []
-    for t in page:
-        refs = []
-        for d in t.delete_files:
-            key = (d.path, d.data_file.content_offset)
-            if key not in index:
-                index[key] = len(deletes)
-                deletes.append(d)
-            refs.append(index[key])
-        out_tasks.append(file_scan_task_json(md, t, refs, stats, types))
-    body: dict[str, Any] = {
-        "delete-files": [content_file_json(md, d.data_file, d.spec_id, stats, types)
-                         for d in deletes],
-        "file-scan-tasks": out_tasks,
-    }
+    body = scan_tasks_json(md, tasks[offset:offset + size], _stats_ids(served))
     if offset + size < len(tasks):
         body["plan-tasks"] = [plan_task(served.request, offset + size, size)]
     return body
-
-
-def file_scan_task_json(md: TableMetadata, task: FileScanTask, refs: Sequence[int],
-                        stats: set[int] | None = None,
-                        types: dict[int, StructType] | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "data-file": content_file_json(md, task.data_file, task.spec_id, stats, types)}
-    if refs:
-        out["delete-file-references"] = list(refs)
-    # floe's None residual is "nothing left to test": true (an absent one would make the
-    # client test the whole filter again)
-    out["residual-filter"] = expression_to_json(task.residual)
-    return out
-
-
-_CONTENT = {FileContent.DATA: "data", FileContent.POSITION_DELETES: "position-deletes",
-            FileContent.EQUALITY_DELETES: "equality-deletes"}
-
-
-def content_file_json(md: TableMetadata, df: DataFile, spec_id: int,
-                      stats: set[int] | None = None,
-                      types: dict[int, StructType] | None = None) -> dict[str, Any]:
-    """A data or delete file as the spec's ``ContentFile`` JSON (Java's
-    ``ContentFileParser``). ``stats``: the field ids whose column stats are sent (None:
-    all); ``types`` caches partition types by spec id."""
-    types = {} if types is None else types
-    ptype = types.get(spec_id)
-    if ptype is None:
-        spec = md.spec_by_id(spec_id)
-        if spec is None:
-            raise ValidationError(f"file {df.file_path} names partition spec {spec_id}, which "
-                                  "the table does not have")
-        ptype = types[spec_id] = partition_type_for(md, spec)
-    partition = []
-    for f, v in zip(ptype.fields, df.partition, strict=False):
-        t = f.field_type
-        partition.append(None if v is None or not isinstance(t, PrimitiveType)
-                         else to_json_value(t, v))
-    out: dict[str, Any] = {
-        "spec-id": spec_id,
-        "content": _CONTENT[FileContent(df.content)],
-        "file-path": df.file_path,
-        "file-format": str(df.file_format).lower(),
-        "partition": partition,
-        "file-size-in-bytes": df.file_size_in_bytes,
-        "record-count": df.record_count,
-    }
-    for key, counts in (("column-sizes", df.column_sizes), ("value-counts", df.value_counts),
-                        ("null-value-counts", df.null_value_counts),
-                        ("nan-value-counts", df.nan_value_counts)):
-        if counts is not None:
-            out[key] = _count_map(counts, stats)
-    for key, bounds in (("lower-bounds", df.lower_bounds), ("upper-bounds", df.upper_bounds)):
-        if bounds is not None:
-            out[key] = _bounds_map(bounds, stats)
-    if df.key_metadata is not None:
-        out["key-metadata"] = df.key_metadata.hex().upper()
-    if df.split_offsets is not None:
-        out["split-offsets"] = list(df.split_offsets)
-    if df.equality_ids is not None and df.content == FileContent.EQUALITY_DELETES:
-        out["equality-ids"] = list(df.equality_ids)
-    if df.sort_order_id is not None:
-        out["sort-order-id"] = df.sort_order_id
-    if df.first_row_id is not None and df.content == FileContent.DATA:
-        out["first-row-id"] = df.first_row_id
-    if df.content != FileContent.DATA:
-        if df.referenced_data_file is not None:
-            out["referenced-data-file"] = df.referenced_data_file
-        if df.content_offset is not None:
-            out["content-offset"] = df.content_offset
-        if df.content_size_in_bytes is not None:
-            out["content-size-in-bytes"] = df.content_size_in_bytes
-    return out
-
-
-def _count_map(counts: Mapping[int, int], stats: set[int] | None) -> dict[str, list[int]]:
-    keys = sorted(k for k in counts if stats is None or k in stats)
-    return {"keys": keys, "values": [counts[k] for k in keys]}
-
-
-def _bounds_map(bounds: Mapping[int, bytes], stats: set[int] | None) -> dict[str, list[Any]]:
-    keys = sorted(k for k in bounds if stats is None or k in stats)
-    return {"keys": keys, "values": [bytes(bounds[k]).hex().upper() for k in keys]}
 
 
 # -- the report -------------------------------------------------------------------------------
