@@ -96,6 +96,7 @@ from floe.schema import Schema
 from floe.sorting import UNSORTED_SORT_ORDER, SortOrder
 
 if TYPE_CHECKING:
+    from floe.scan.planning import ScanPlan
     from floe.table import Table
     from floe.table.updates import TableRequirement, TableUpdate
 
@@ -133,6 +134,9 @@ DEFAULT_ACCESS_DELEGATION = "vended-credentials"
 STORAGE_PREFIXES = ("s3.", "gcs.", "adls.")
 #: What ``GET /v1/config``'s ``endpoints`` says when the server vends credentials per table.
 CREDENTIALS_ENDPOINT = "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"
+#: Server-side scan planning (Iceberg 1.11) and how often a "submitted" plan is polled.
+PLAN_ENDPOINT = "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan"
+PLAN_POLLS = 20
 #: Every property name a ``type = "rest"`` catalog takes (besides ``header.*`` and the
 #: storage properties).
 OPTIONS = frozenset({
@@ -1002,6 +1006,86 @@ class RestCatalog(Catalog):
             raise self._error(answer, f"table {ident} does not exist", NotFound)
         if answer.status not in (200, 204):
             raise self._error(answer, what)
+
+    # -- server-side scan planning ----------------------------------------------------------
+
+    def plan_on_server(self, ident: TableIdentifier | str, row_filter: Any = None,
+                       snapshot_id: int | None = None, case_sensitive: bool = True
+                       ) -> ScanPlan:
+        """The scan planned by the catalog (``planTableScan``, Iceberg 1.11), plan tasks
+        followed with ``fetchScanTasks``: a :class:`~floe.scan.ScanPlan` of floe
+        ``FileScanTask`` s to read with :func:`floe.scan.readers.read_plan`. ``row_filter``
+        is a filter string or an expression. A server that does not list the endpoint in
+        ``/v1/config`` is UnsupportedOperation; an answer still ``submitted`` is polled with
+        ``fetchPlanningResult`` (up to :data:`PLAN_POLLS` times)."""
+        from floe.expressions.json import expression_to_json
+        from floe.scan.filters import ScanFilter
+        from floe.scan.planning import ScanPlan, TaskList, select_snapshot
+        from floe.scan.tasks_json import scan_tasks_from_json
+
+        ident = TableIdentifier.of(ident)
+        self._ensure_config()
+        if self._endpoints is not None and PLAN_ENDPOINT not in self._endpoints:
+            raise UnsupportedOperation(f"catalog {self.name!r} does not plan scans on the "
+                                       "server (its /v1/config does not list planTableScan)")
+        table = self.load_table(ident)
+        # the snapshot, schema and bound filter a local plan of the same scan would have
+        sel = select_snapshot(table.metadata, snapshot_id)
+        scan_filter = ScanFilter(table.metadata, sel.schema, row_filter, case_sensitive)
+        expr, bound = scan_filter.expression, scan_filter.bound
+        body: dict[str, Any] = {"case-sensitive": case_sensitive}
+        if snapshot_id is not None:
+            body["snapshot-id"] = snapshot_id
+        if expr is not None:
+            body["filter"] = expression_to_json(expr)
+        what = f"planning a scan of table {ident} on the server"
+        path = self._table_path(ident)
+        doc = self._planning_answer(self._request("POST", self._url(*path, "plan"), what=what,
+                                                  body=body), what, ident)
+        polls = 0
+        while doc.get("status") == "submitted":
+            polls += 1
+            if polls > PLAN_POLLS or not doc.get("plan-id"):
+                raise FloeError(f"catalog {self.name!r}: {what}: still submitted after "
+                                f"{PLAN_POLLS} polls")
+            time.sleep(min(0.05 * 2 ** polls, 2.0))
+            plan_id = urllib.parse.quote(str(doc["plan-id"]), safe="")
+            doc = self._planning_answer(self._request(
+                "GET", self._url(*path, "plan", plan_id), what=what), what, ident)
+        if doc.get("status") != "completed":
+            raise FloeError(f"catalog {self.name!r}: {what}: planning ended "
+                            f"{str(doc.get('status'))[:40]!r}")
+        tasks = []
+        pages, seen = [doc], set()
+        while pages:
+            page = pages.pop(0)
+            try:
+                tasks.extend(scan_tasks_from_json(table.metadata, page, sel.schema,
+                                                  case_sensitive))
+            except ValidationError as e:
+                raise FloeError(f"catalog {self.name!r}: {what}: {e}") from None
+            for token in page.get("plan-tasks") or []:
+                if token in seen:
+                    raise FloeError(f"catalog {self.name!r}: {what}: the server repeated "
+                                    f"plan task {str(token)[:40]!r}")
+                seen.add(token)
+                pages.append(self._planning_answer(self._request(
+                    "POST", self._url(*path, "tasks"), what=what, body={"plan-task": token}),
+                    what, ident))
+        out = ScanPlan(table.metadata, sel.snapshot, sel.schema, expr, bound,
+                       tasks=TaskList(tasks), case_sensitive=case_sensitive)
+        out.funnel.tasks = len(tasks)
+        return out
+
+    def _planning_answer(self, answer: _Response, what: str, ident: TableIdentifier
+                         ) -> dict[str, Any]:
+        if answer.status == 404:
+            raise self._error(answer, f"table {ident} does not exist", NotFound)
+        if answer.status == 400:
+            raise self._error(answer, what, ValidationError)
+        if answer.status != 200:
+            raise self._error(answer, what)
+        return self._object(answer, what)
 
     # -- commits ---------------------------------------------------------------------------
 

@@ -22,9 +22,11 @@ from rest_framework.authtoken.models import Token
 
 from explorer import services_rest
 from floe.catalog.base import TableIdentifier
+from floe.catalog.rest import RestCatalog
 from floe.catalog.sql import SqlCatalog
 from floe.partitioning import parse_partition_by
 from floe.scan import plan_files
+from floe.scan.readers import plan_to_table
 from floe.schema import Schema
 from floe.types import LONG, STRING, NestedField
 
@@ -160,3 +162,24 @@ def test_the_explorer_plan_page_shows_the_served_plan(
     assert funnel["data_files_total"] - funnel["data_files_after_metrics"] == \
         m["skipped-data-files"]
     assert funnel["delete_files_matched"] == m["result-delete-files"]
+
+
+def test_floes_rest_client_plans_on_the_server_and_reads_the_same_rows(
+        site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(services_rest.rest_server(), "plan_page_size", 1)
+    remote = RestCatalog("served", {"uri": site.url + "/iceberg", "warehouse": site.catalog,
+                                    "token": site.token})
+    local = site.table
+    for flt in (None, "cat = 'a'", "id >= 25 AND cat != 'c'"):
+        served = remote.plan_on_server(IDENT, flt)
+        here = plan_files(local.io, local.metadata, row_filter=flt)
+        assert sorted((t.file_path, tuple(sorted(d.path for d in t.delete_files)))
+                      for t in served.tasks) == sorted(
+            (t.file_path, tuple(sorted(d.path for d in t.delete_files))) for t in here.tasks)
+        got = plan_to_table(local.io, served).sort_by("id")
+        assert got.equals(plan_to_table(local.io, here).sort_by("id"))
+    rows = plan_to_table(local.io, remote.plan_on_server(IDENT, "cat = 'a'"))
+    assert sorted(rows.column("id").to_pylist()) == [i for i in range(60) if i >= 5
+                                                     and (i // 10) % 3 == 0 and i not in (31, 32)]
+    old = sorted(local.metadata.snapshots, key=lambda s: s.sequence_number)[0].snapshot_id
+    assert len(remote.plan_on_server(IDENT, snapshot_id=old).tasks) == 1
