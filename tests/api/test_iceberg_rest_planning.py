@@ -37,8 +37,10 @@ IDENT = TableIdentifier(("db",), "events")
 
 
 class Site:
-    def __init__(self, url: str, catalog: str, token: str, table: Any) -> None:
+    def __init__(self, url: str, catalog: str, token: str, table: Any,
+                 sql: tuple[str, str]) -> None:
         self.url, self.catalog, self.token, self.table = url, catalog, token, table
+        self.sql = sql  # the SQL catalog's URI and warehouse
 
     def call(self, method: str, path: str, body: Any = None, token: str | None = ""
              ) -> tuple[int, Any]:
@@ -83,7 +85,7 @@ def site(live_server: Any, tmp_path: Path, settings: Any) -> Site:
         t = t.refresh()
     user = User.objects.create_user("vic")
     token = str(Token.objects.create(user=user).key)
-    return Site(str(live_server.url), name, token, t)
+    return Site(str(live_server.url), name, token, t, (uri, str(tmp_path / "sql")))
 
 
 def _pages(site: Site, body: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -183,3 +185,36 @@ def test_floes_rest_client_plans_on_the_server_and_reads_the_same_rows(
                                                      and (i // 10) % 3 == 0 and i not in (31, 32)]
     old = sorted(local.metadata.snapshots, key=lambda s: s.sequence_number)[0].snapshot_id
     assert len(remote.plan_on_server(IDENT, snapshot_id=old).tasks) == 1
+
+
+def test_pyiceberg_plans_on_the_server_when_asked_to(site: Site) -> None:
+    """PyIceberg 0.12 plans on the server with ``scan-planning-mode = server`` (it refuses
+    equality deletes: NotImplementedError; so a table with position deletes only here)."""
+    rest = pytest.importorskip("pyiceberg.catalog.rest")
+    with SqlCatalog(site.catalog, *site.sql) as cat:
+        t = cat.create_table(TableIdentifier(("db",), "pos"), SCHEMA,
+                             spec=parse_partition_by("identity(cat)", SCHEMA),
+                             format_version=2)
+        for k, c in enumerate(["a", "b", "a"]):
+            t.append(pa.table({"id": pa.array(range(k * 10, k * 10 + 10), pa.int64()),
+                               "cat": pa.array([c] * 10)}))
+        t.delete_where("id IN (0, 4, 8, 24, 28)", mode="merge-on-read")
+        t = t.refresh()
+    seen: list[dict[str, Any]] = []
+    server = services_rest.rest_server()
+    previous = server.on_plan
+    server.on_plan = lambda call, report, params: seen.append(report)
+    try:
+        py = rest.RestCatalog("floe", uri=site.url + "/iceberg", warehouse=site.catalog,
+                              token=site.token, **{"scan-planning-mode": "server"})
+        assert py.supports_server_side_planning()
+        table = py.load_table("db.pos")
+        got = table.scan(row_filter="cat = 'a' and id >= 3").to_arrow()
+        assert len(seen) == 1 and seen[0]["table-name"] == "db.pos"
+        assert sorted(got.column("id").to_pylist()) == [
+            i for i in list(range(0, 10)) + list(range(20, 30))
+            if i >= 3 and i not in (4, 8, 24, 28)]
+        with pytest.raises(NotImplementedError, match="equality deletes"):
+            py.load_table("db.events").scan().to_arrow()
+    finally:
+        server.on_plan = previous
