@@ -28,6 +28,7 @@ handed to :attr:`RestServer.on_plan` with the explorer's plan-page parameters th
 from __future__ import annotations
 
 import base64
+import dataclasses
 import binascii
 import json
 import logging
@@ -86,6 +87,9 @@ class ScanRequest:
     case_sensitive: bool = True
     select: tuple[str, ...] | None = None
     stats_fields: tuple[str, ...] | None = None
+    #: A scan of the current state: the snapshot that was current when it was planned (its
+    #: plan tasks keep reading that snapshot after a commit).
+    pinned: int | None = None
 
     @property
     def incremental(self) -> bool:
@@ -94,7 +98,8 @@ class ScanRequest:
     def to_json(self) -> dict[str, Any]:
         return {"v": _TOKEN_VERSION, "u": self.table_uuid, "s": self.snapshot_id,
                 "a": self.start_snapshot_id, "b": self.end_snapshot_id, "f": self.filter,
-                "c": self.case_sensitive, "p": self.select, "t": self.stats_fields}
+                "c": self.case_sensitive, "p": self.select, "t": self.stats_fields,
+                "q": self.pinned}
 
     @classmethod
     def from_json(cls, doc: Any) -> ScanRequest:
@@ -117,7 +122,7 @@ class ScanRequest:
 
         return cls(doc.get("u") if isinstance(doc.get("u"), str) else None, ints("s"),
                    ints("a"), ints("b"), doc.get("f"), doc.get("c") is not False, names("p"),
-                   names("t"))
+                   names("t"), ints("q"))
 
 
 def _long(doc: Mapping[str, Any], key: str) -> int | None:
@@ -280,7 +285,11 @@ def run_plan(table: Table, request: ScanRequest) -> ServedPlan:
         plan = plan_appends(table.io, md, request.start_snapshot_id, request.end_snapshot_id,
                             expr, request.case_sensitive)
     else:
-        plan = plan_files(table.io, md, snapshot_id=request.snapshot_id, row_filter=expr,
+        snapshot_id = request.snapshot_id
+        if snapshot_id is None and request.pinned is not None \
+                and md.current_snapshot_id != request.pinned:
+            snapshot_id = request.pinned  # committed to since: the snapshot planned
+        plan = plan_files(table.io, md, snapshot_id=snapshot_id, row_filter=expr,
                           case_sensitive=request.case_sensitive)
     return ServedPlan(request, plan, plan.schema, time.perf_counter_ns() - started)
 
@@ -406,6 +415,8 @@ def _plan_table_scan(call: Call) -> Response:
         served = run_plan(table, request)
     except NotFound as e:  # a snapshot named in the request
         raise BadRequest(str(e)) from None
+    if not request.incremental and request.snapshot_id is None:
+        served.request = dataclasses.replace(request, pinned=served.plan.snapshot_id)
     body = _completed(table, served, _page_size(call), with_id=True)
     hook = call.server.on_plan
     if hook is not None:

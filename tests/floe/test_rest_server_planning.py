@@ -213,6 +213,22 @@ def test_plan_tasks_page_through_the_whole_plan(table: Any, served: Served) -> N
     assert again.status == 200 and again.json() == pages[1]
 
 
+def test_plan_tasks_keep_reading_the_snapshot_planned(table: Any, served: Served) -> None:
+    served.server.plan_page_size = 4
+    planned_snapshot = table.metadata.current_snapshot_id
+    first, _ = served.plan_all({})
+    planned = _tasks_of([first])
+    table.append(_rows(range(100, 110), "d"))  # a commit between the pages
+    got = served("POST", f"{TABLE}/tasks", {"plan-task": first["plan-tasks"][0]})
+    assert got.status == 200
+    rest = _tasks_of([got.json()])
+    assert sorted(planned + rest, key=str) == sorted(
+        _local(table, snapshot_id=planned_snapshot), key=str)
+    assert len(planned + rest) == 6  # not the 7th file committed since
+    again = served("GET", f"{TABLE}/plan/{first['plan-id']}").json()
+    assert again["file-scan-tasks"] == first["file-scan-tasks"]
+
+
 def test_fetch_planning_result_and_cancel(table: Any, served: Served) -> None:
     first, _ = served.plan_all({"filter": {"type": "eq", "term": "cat", "value": "b"}})
     plan_id = first["plan-id"]
