@@ -19,8 +19,7 @@ from floe.manifest import (
     ManifestFile,
     read_manifest_list,
 )
-from floe.metadata import TableMetadata
-from floe.partitioning import PartitionSpec
+from floe.metadata import TableMetadata, partition_type_for
 from floe.properties import METADATA_PATH
 from floe.schema import Schema
 from floe.snapshots import Snapshot
@@ -133,23 +132,6 @@ def resolve_snapshot(md: TableMetadata, snapshot_id: int | None = None) -> Snaps
     if snap is None:
         raise NotFound(f"snapshot {snapshot_id} does not exist in table {md.location}")
     return snap
-
-
-def partition_type_for(md: TableMetadata, spec: PartitionSpec) -> StructType:
-    """The partition struct of a spec, using the newest schema that has its source columns.
-
-    A partition source column may have been dropped from the current schema; older specs
-    still describe old files, so their types come from the schema they were made against.
-    """
-    schemas = [md.schema()] + sorted(md.schemas, key=lambda s: -s.schema_id)
-    for schema in schemas:
-        try:
-            return spec.partition_type(schema)
-        except (ValidationError, KeyError):
-            continue
-    raise ValidationError(
-        f"no schema of table {md.location} has the source columns of spec {spec.spec_id}"
-    )
 
 
 def _json_value(field: NestedField, value: Any) -> Any:

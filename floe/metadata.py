@@ -54,6 +54,7 @@ __all__ = [
     "metadata_from_json",
     "metadata_to_json",
     "new_table_metadata",
+    "partition_type_for",
     "parse_metadata",
     "serialize_metadata",
     "metadata_file_location",
@@ -673,4 +674,21 @@ def new_table_metadata(
         sort_orders=(fresh_order,),
         default_sort_order_id=fresh_order.order_id,
         next_row_id=0 if format_version >= 3 else None,
+    )
+
+
+def partition_type_for(md: TableMetadata, spec: PartitionSpec) -> StructType:
+    """The partition struct of a spec, using the newest schema that has its source columns.
+
+    A partition source column may have been dropped from the current schema; older specs
+    still describe old files, so their types come from the schema they were made against.
+    """
+    schemas = [md.schema()] + sorted(md.schemas, key=lambda s: -s.schema_id)
+    for schema in schemas:
+        try:
+            return spec.partition_type(schema)
+        except (ValidationError, KeyError):
+            continue
+    raise ValidationError(
+        f"no schema of table {md.location} has the source columns of spec {spec.spec_id}"
     )

@@ -12,9 +12,10 @@ of a catalog; the answer's ``overrides.prefix`` is that name and ``endpoints`` w
 here), then under ``/v1/{prefix}/``: namespaces (list, paged, ``parent`` for nested ones;
 create; load; exists; drop; update properties), tables (list, paged; create, also staged;
 load with ``ETag`` / ``If-None-Match``; exists; commit; drop, ``purgeRequested``; rename;
-register), ``transactions/commit`` and a table's ``metrics`` (reportMetrics: the report
+register), ``transactions/commit``, a table's ``metrics`` (reportMetrics: the report
 checked, :mod:`floe.rest_server.metrics`, handed to the ``reports`` sink the web layer gives,
-answered 204). Namespace levels in paths are joined by ``%1F``. More routes are added with
+answered 204) and server-side scan planning (:mod:`floe.rest_server.planning`). Namespace
+levels in paths are joined by ``%1F``. More routes are added with
 :meth:`RestServer.add_route`.
 
 Commits apply the updates to the table's current metadata after checking the requirements

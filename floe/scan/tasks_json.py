@@ -22,7 +22,7 @@ from floe.conversions import from_json_value, to_json_value
 from floe.errors import ValidationError
 from floe.expressions.base import AlwaysTrue, bind
 from floe.expressions.json import expression_from_json, expression_to_json
-from floe.inspect import partition_type_for
+from floe.metadata import partition_type_for
 from floe.manifest import DataFile, FileContent, FileFormat
 from floe.metadata import TableMetadata
 from floe.scan.delete_index import DeleteFile
