@@ -7,18 +7,14 @@ Stateless: a plan is answered ``completed`` at once. Its first page of file scan
 with the answer; the rest are ``plan-tasks``, each a token that holds everything needed to
 plan again and cut its page (the table's uuid, the snapshot or the snapshot range, the filter
 as JSON, case sensitivity, the stats fields, the page's offset and size), so any server
-process answers ``fetchScanTasks`` without shared state, and a snapshot never changes, so the
-pages of one plan fit together. The ``plan-id`` is the same token without a page; a plan-id
-or plan task that does not decode, or names another table (or a snapshot since expired), is
-404 ``NoSuchPlanIdException`` / ``NoSuchPlanTaskException``. ``cancelPlanning`` has nothing to
-release (204).
+process answers ``fetchScanTasks`` without shared state. A plan of the current state pins the
+snapshot it planned, and a snapshot never changes, so the pages of one plan fit together
+whatever is committed meanwhile. Planning again is cheap: manifests are cached. The
+``plan-id`` is the same token without a page; a plan-id or plan task that does not decode, or
+names another table (or a snapshot since expired), is 404 ``NoSuchPlanIdException`` /
+``NoSuchPlanTaskException``. ``cancelPlanning`` has nothing to release (204).
 
-File scan tasks are the spec's ``FileScanTask``: the ``DataFile`` JSON of Java's
-``ContentFileParser`` (``content`` and ``file-format`` in lower case, ``partition`` as an array
-of JSON single values in spec order, count maps and bounds as ``{"keys", "values"}`` with the
-bounds' Appendix D bytes as upper-case hex, as Java writes and reads them), the indexes of its
-delete files in the page's ``delete-files``, and the residual filter. The spec's ``DataFile``
-has no sequence numbers: the server already matched the deletes to each file.
+File scan tasks and their files are the JSON of :mod:`floe.scan.tasks_json`.
 
 Every plan is also described as a spec ``ScanReport`` (the metrics Java's scans report) and
 handed to :attr:`RestServer.on_plan` with the explorer's plan-page parameters that reproduce it
@@ -28,8 +24,8 @@ handed to :attr:`RestServer.on_plan` with the explorer's plan-page parameters th
 from __future__ import annotations
 
 import base64
-import dataclasses
 import binascii
+import dataclasses
 import json
 import logging
 import time
@@ -280,7 +276,8 @@ def run_plan(table: Table, request: ScanRequest) -> ServedPlan:
     schema = _schema_for(md, request)
     expr = _filter_expression(request, schema)
     started = time.perf_counter_ns()
-    if request.incremental:
+    if request.incremental:  # start exclusive, as the spec says (Java's reference handler
+        # of 1.11 reads it inclusive)
         assert request.start_snapshot_id is not None
         plan = plan_appends(table.io, md, request.start_snapshot_id, request.end_snapshot_id,
                             expr, request.case_sensitive)
