@@ -86,6 +86,8 @@ class ScanRequest:
     #: A scan of the current state: the snapshot that was current when it was planned (its
     #: plan tasks keep reading that snapshot after a commit).
     pinned: int | None = None
+    #: Bind a ``snapshot_id`` scan with that snapshot's schema (else the table's).
+    use_snapshot_schema: bool = False
 
     @property
     def incremental(self) -> bool:
@@ -95,7 +97,7 @@ class ScanRequest:
         return {"v": _TOKEN_VERSION, "u": self.table_uuid, "s": self.snapshot_id,
                 "a": self.start_snapshot_id, "b": self.end_snapshot_id, "f": self.filter,
                 "c": self.case_sensitive, "p": self.select, "t": self.stats_fields,
-                "q": self.pinned}
+                "q": self.pinned, "w": self.use_snapshot_schema}
 
     @classmethod
     def from_json(cls, doc: Any) -> ScanRequest:
@@ -118,7 +120,7 @@ class ScanRequest:
 
         return cls(doc.get("u") if isinstance(doc.get("u"), str) else None, ints("s"),
                    ints("a"), ints("b"), doc.get("f"), doc.get("c") is not False, names("p"),
-                   names("t"), ints("q"))
+                   names("t"), ints("q"), doc.get("w") is True)
 
 
 def _long(doc: Mapping[str, Any], key: str) -> int | None:
@@ -164,13 +166,13 @@ def parse_plan_request(doc: Mapping[str, Any], md: TableMetadata) -> ScanRequest
                      ("end-snapshot-id", end)):
         if sid is not None and md.snapshot_by_id(sid) is None:
             raise BadRequest(f"{key} {sid} is not a snapshot of the table")
-    _bool(doc, "use-snapshot-schema", False)  # checked; see _schema_for
     min_rows = doc.get("min-rows-requested")
     if min_rows is not None and (isinstance(min_rows, bool) or not isinstance(min_rows, int)):
         raise BadRequest("min-rows-requested must be an integer")
     request = ScanRequest(md.table_uuid, snapshot_id, start, end, doc.get("filter"),
                           _bool(doc, "case-sensitive", True), _names(doc, "select"),
-                          _names(doc, "stats-fields"))
+                          _names(doc, "stats-fields"),
+                          use_snapshot_schema=_bool(doc, "use-snapshot-schema", False))
     schema = _schema_for(md, request)
     try:
         _field_ids(schema, request.select, request.case_sensitive)
@@ -181,9 +183,10 @@ def parse_plan_request(doc: Mapping[str, Any], md: TableMetadata) -> ScanRequest
 
 
 def _schema_for(md: TableMetadata, request: ScanRequest) -> Schema:
-    """The schema a scan binds with: a snapshot's own (Java's time travel), else the
-    table's current one (an incremental scan, a scan of the current state)."""
-    if request.snapshot_id is not None:
+    """The schema a scan reads and binds with: with ``use-snapshot-schema`` the snapshot's
+    own (time travel), else the table's current one (the spec: a branch, an incremental
+    scan, the current state)."""
+    if request.snapshot_id is not None and request.use_snapshot_schema:
         snap = md.snapshot_by_id(request.snapshot_id)
         if snap is not None and snap.schema_id is not None:
             got = md.schema_by_id(snap.schema_id)
@@ -287,7 +290,7 @@ def run_plan(table: Table, request: ScanRequest) -> ServedPlan:
                 and md.current_snapshot_id != request.pinned:
             snapshot_id = request.pinned  # committed to since: the snapshot planned
         plan = plan_files(table.io, md, snapshot_id=snapshot_id, row_filter=expr,
-                          case_sensitive=request.case_sensitive)
+                          case_sensitive=request.case_sensitive, schema=schema)
     return ServedPlan(request, plan, plan.schema, time.perf_counter_ns() - started)
 
 

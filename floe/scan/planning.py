@@ -296,15 +296,19 @@ def plan_files(
     explain: bool = False,
     cache: ManifestCache | None = DEFAULT_CACHE,
     processes: bool | None = None,
+    schema: Schema | None = None,
 ) -> ScanPlan:
     """Plan a scan: the data files to read, each with its delete files and residual.
 
     ``row_filter`` is a filter string (parsed with :func:`floe.expressions.parse_filter`),
-    an unbound expression, or None for every row. Raises NotFound for an unknown snapshot or
-    ref and for a timestamp before the first snapshot; ValidationError for a bad filter.
+    an unbound expression, or None for every row. ``schema`` overrides the schema the scan
+    reads and binds with (:func:`select_snapshot`'s choice by default; the REST protocol's
+    ``use-snapshot-schema=false`` reads an old snapshot with the table's schema). Raises
+    NotFound for an unknown snapshot or ref and for a timestamp before the first snapshot;
+    ValidationError for a bad filter.
     """
     sel, scan_filter, plan = _start(metadata, snapshot_id, as_of_ms, ref, row_filter,
-                                    case_sensitive, explain)
+                                    case_sensitive, explain, schema)
     if sel.snapshot is None:
         return plan
     manifests = _manifest_list(io, sel.snapshot)
@@ -314,9 +318,11 @@ def plan_files(
 
 
 def _start(metadata: TableMetadata, snapshot_id: int | None, as_of_ms: int | None,
-           ref: str | None, row_filter: Any, case_sensitive: bool, explain: bool
-           ) -> tuple[SnapshotSelection, ScanFilter, ScanPlan]:
+           ref: str | None, row_filter: Any, case_sensitive: bool, explain: bool,
+           schema: Schema | None = None) -> tuple[SnapshotSelection, ScanFilter, ScanPlan]:
     sel = select_snapshot(metadata, snapshot_id, as_of_ms, ref)
+    if schema is not None:
+        sel = SnapshotSelection(sel.snapshot, schema, sel.how)
     scan_filter = ScanFilter(metadata, sel.schema, row_filter, case_sensitive, explain)
     plan = ScanPlan(metadata, sel.snapshot, sel.schema, scan_filter.expression,
                     scan_filter.bound, case_sensitive=case_sensitive)

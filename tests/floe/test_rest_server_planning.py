@@ -398,3 +398,18 @@ def test_position_and_equality_delete_json(table: Any, served: Served) -> None:
         assert (df.content == FileContent.EQUALITY_DELETES) == (d in eq)
 
 
+
+
+def test_use_snapshot_schema_chooses_the_schema_a_time_travel_binds_with(
+        table: Any, served: Served) -> None:
+    old = sorted(table.metadata.snapshots, key=lambda s: s.sequence_number)[0].snapshot_id
+    table.update_schema().rename_column("v", "value").commit()
+    renamed = {"type": "lt", "term": "value", "value": 6.0}
+    _, pages = served.plan_all({"snapshot-id": old, "filter": renamed})
+    assert len(_tasks_of(pages)) == 1  # the first append: ids 0..9, v 0..13.5
+    r = served("POST", f"{TABLE}/plan", {"snapshot-id": old, "filter": renamed,
+                                         "use-snapshot-schema": True})
+    assert r.status == 400 and "value" in r.json()["error"]["message"]
+    _, pages = served.plan_all({"snapshot-id": old, "use-snapshot-schema": True,
+                                "filter": {"type": "gt", "term": "v", "value": 100.0}})
+    assert _tasks_of(pages) == []  # the old name binds, and the bounds prune the file
