@@ -329,7 +329,9 @@ def _counter(value: int, unit: str = "count") -> dict[str, Any]:
 
 
 def scan_report(ident_text: str, served: ServedPlan) -> dict[str, Any]:
-    """The plan as the spec's ``ScanReport`` (metric names as Java's ``ScanMetricsResult``)."""
+    """The plan as the spec's ``ScanReport`` (metric names as Java's ``ScanMetricsResult``),
+    with ``report-type`` as a ``ReportMetricsRequest`` has it
+    (:func:`floe.rest_server.metrics.report_from_json` reads it)."""
     plan, f = served.plan, served.plan.funnel
     schema = served.schema
     if served.request.select is not None:
@@ -368,6 +370,7 @@ def scan_report(ident_text: str, served: ServedPlan) -> dict[str, Any]:
         "dvs": _counter(dvs),
     }
     return {
+        "report-type": "scan-report",  # a ReportMetricsRequest, as reportMetrics receives
         "table-name": ident_text,
         "snapshot-id": plan.snapshot_id if plan.snapshot_id is not None else -1,
         "filter": expression_to_json(plan.row_filter),

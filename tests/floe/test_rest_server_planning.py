@@ -23,6 +23,7 @@ from floe.expressions.json import expression_from_json, expression_to_json
 from floe.manifest import FileContent
 from floe.partitioning import parse_partition_by
 from floe.rest_server import Operation, Request, Response, RestServer
+from floe.rest_server.metrics import report_from_json
 from floe.scan import plan_files
 from floe.scan.incremental import plan_appends
 from floe.schema import Schema
@@ -353,6 +354,9 @@ def test_each_plan_is_reported_and_reproduced_by_its_explorer_parameters(
                                                 for t in again.tasks)
     assert sorted(t.file_path for t in again.tasks) == sorted(t[0] for t in tasks)
     assert report["metrics"]["total-planning-duration"]["time-unit"] == "nanoseconds"
+    # what reportMetrics receives: the server's report sink takes it as it is
+    parsed = report_from_json(report)
+    assert parsed.table_name == "db.events" and parsed.snapshot_id == report["snapshot-id"]
 
 
 def test_a_failing_hook_does_not_fail_the_plan(table: Any, served: Served) -> None:
