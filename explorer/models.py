@@ -7,6 +7,7 @@ through floe.
 
 from __future__ import annotations
 
+import urllib.parse
 from typing import Any, NoReturn
 
 from django.conf import settings
@@ -311,6 +312,16 @@ class EngineReport(models.Model):
     def __str__(self) -> str:
         return (f"{self.get_report_type_display()} of {self.namespace}.{self.table} by "
                 f"{self.engine or 'an unnamed engine'} ({self.actor_name or '-'})")
+
+    @property
+    def explain_query(self) -> str:
+        """The explorer plan page's query string that shows this scan's plan explained (a
+        scan Floe planned, ``raw["floe-explain"]``); empty for any other report."""
+        params = self.raw.get("floe-explain") if isinstance(self.raw, dict) else None
+        if not isinstance(params, dict):
+            return ""
+        return urllib.parse.urlencode({k: str(v) for k, v in params.items()
+                                       if k in ("snapshot", "filter")})
 
     @property
     def scanned_data_files(self) -> int | None:

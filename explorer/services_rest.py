@@ -70,6 +70,7 @@ def rest_server() -> RestServer:
     with _lock:
         if _server is None:
             _server = RestServer(catalog_get, vended_config=_vended, reports=_keep_report)
+            _server.on_plan = _keep_plan
         _server.max_body_bytes = int(settings.FLOE_ICEBERG_MAX_BODY)
         return _server
 
@@ -152,6 +153,20 @@ def _keep_report(call: Call, report: MetricsReport, source: str) -> None:
         if call.request.principal.isdigit() else None
     record_report(user=user, engine=engine_of(call.request.headers),
                   operation=call.operation, report=report, source=source)
+
+
+#: The key of a served plan's report that holds the explorer plan page's query (snapshot,
+#: filter) showing the same plan explained (:attr:`EngineReport.explain_query`).
+EXPLAIN_KEY = "floe-explain"
+
+
+def _keep_plan(call: Call, report: dict[str, Any], explain: Mapping[str, str] | None) -> None:
+    """The REST server's ``on_plan`` hook: a scan Floe planned for a client (planTableScan)
+    is kept as a report of its own, with the plan page's query that explains it."""
+    doc = dict(report)
+    if explain is not None:
+        doc[EXPLAIN_KEY] = dict(explain)
+    call.server.record_report(call, doc, source=EngineReport.Source.FLOE_PLANNED)
 
 
 def _engine(engine: str, report: MetricsReport) -> str:

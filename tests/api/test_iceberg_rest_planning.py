@@ -218,3 +218,24 @@ def test_pyiceberg_plans_on_the_server_when_asked_to(site: Site) -> None:
             py.load_table("db.events").scan().to_arrow()
     finally:
         server.on_plan = previous
+
+
+def test_a_served_plan_is_kept_on_the_tables_reports_with_its_explanation(site: Site) -> None:
+    from explorer.models import EngineReport
+
+    flt = {"type": "eq", "term": "cat", "value": "a"}
+    _, pages = _pages(site, {"filter": flt})
+    report = EngineReport.objects.get()  # the site's own hook kept it
+    assert (report.source, report.actor_name, report.report_type) == (
+        "floe-planned", "vic", "scan-report")
+    assert report.result_data_files == len(_served(pages))
+    browser = Client()
+    browser.force_login(User.objects.get(username="vic"))
+    base = f"/catalogs/{site.catalog}/namespaces/db/tables/events/"
+    page = browser.get(base + "reports/")
+    assert page.status_code == 200
+    link = f'{base}plan/?{report.explain_query}'.replace("&", "&amp;")
+    assert link in page.content.decode()
+    plan = browser.get(f"{base}plan/?{report.explain_query}")
+    assert plan.status_code == 200
+    assert plan.context["summary"]["funnel"]["tasks"] == report.result_data_files
