@@ -39,8 +39,14 @@ class _Rule:
 class _State:
     rules: list[_Rule] = field(default_factory=list)
     seen: list[tuple[str, str, int]] = field(default_factory=list)  # method, path, status
+    bodies: list[bytes] = field(default_factory=list)  # the request body of each of seen
     bytes_answered: int = 0  # body bytes sent back to the client
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, method: str, path: str, status: int, body: bytes) -> None:
+        with self.lock:
+            self.seen.append((method, path, status))
+            self.bodies.append(body)
 
     def take(self, method: str, path: str) -> str | None:
         with self.lock:
@@ -75,7 +81,7 @@ class FaultyProxy:
                     self.send_header("Content-Length", str(len(SLOW_DOWN)))
                     self.end_headers()
                     self.wfile.write(SLOW_DOWN)
-                    state.seen.append((self.command, self.path, 503))
+                    state.record(self.command, self.path, 503, body)
                     return
                 conn = http.client.HTTPConnection(host, port, timeout=30)
                 headers = {k: v for k, v in self.headers.items()
@@ -83,7 +89,7 @@ class FaultyProxy:
                 conn.request(self.command, self.path, body=body or None, headers=headers)
                 response = conn.getresponse()
                 data = response.read()
-                state.seen.append((self.command, self.path, response.status))
+                state.record(self.command, self.path, response.status, body)
                 if fault == "lose":  # done on the server; the client never hears of it
                     self.close_connection = True
                     conn.close()
@@ -141,3 +147,8 @@ class FaultyProxy:
 
     def requests(self, method: str | None = None) -> list[tuple[str, str, int]]:
         return [r for r in self.state.seen if method is None or r[0] == method]
+
+    def bodies(self, method: str | None = None) -> list[bytes]:
+        """The request bodies of :meth:`requests`, in the same order."""
+        return [b for r, b in zip(self.state.seen, self.state.bodies, strict=True)
+                if method is None or r[0] == method]

@@ -100,7 +100,7 @@ if TYPE_CHECKING:
     from floe.table import Table
     from floe.table.updates import TableRequirement, TableUpdate
 
-__all__ = ["CommitRefused", "RestCatalog", "sigv4_headers"]
+__all__ = ["CommitRefused", "RestCatalog", "TableAnswer", "sigv4_headers"]
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +137,8 @@ CREDENTIALS_ENDPOINT = "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/c
 #: Server-side scan planning (Iceberg 1.11) and how often a "submitted" plan is polled.
 PLAN_ENDPOINT = "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan"
 PLAN_POLLS = 20
+#: What ``GET /v1/config``'s ``endpoints`` says when the server commits several tables at once.
+TRANSACTIONS_ENDPOINT = "POST /v1/{prefix}/transactions/commit"
 #: Every property name a ``type = "rest"`` catalog takes (besides ``header.*`` and the
 #: storage properties).
 OPTIONS = frozenset({
@@ -154,7 +156,15 @@ _EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
 
 class CommitRefused(ValidationError):
-    """The catalog answered a commit with a refusal (4xx other than 409): nothing changed."""
+    """The catalog answered a commit with a refusal (4xx other than 409): nothing changed.
+    ``status`` and ``error_type`` are the catalog's (its ``error.type``), for a server that
+    passes the refusal on to its own client."""
+
+    def __init__(self, message: str, status: int = 400,
+                 error_type: str = "BadRequestException") -> None:
+        super().__init__(message)
+        self.status = status
+        self.error_type = error_type
 
 
 class _NotSent(Exception):
@@ -358,6 +368,18 @@ def _jwt_expiry(token: str) -> float | None:
 
 
 @dataclass(frozen=True, slots=True)
+class TableAnswer:
+    """A catalog's answer with a table (``LoadTableResult``, ``CommitTableResponse``): where
+    its metadata is (None for a staged create), the metadata, and the storage configuration
+    the catalog handed out with it (``config``, ``storage-credentials``) as answered."""
+
+    location: str | None
+    metadata: TableMetadata
+    config: dict[str, str]
+    storage_credentials: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
 class _Loaded:
     """One answer of loadTable (or create / register): where the metadata is, the metadata,
     and the FileIO for the table's files."""
@@ -463,6 +485,12 @@ class RestCatalog(Catalog):
                 **self.io.properties,
                 **{k: v for k, v in storage.items() if k in overrides}})
             self._configured = True
+
+    def supports(self, endpoint: str) -> bool:
+        """Whether ``GET /v1/config``'s ``endpoints`` lists ``endpoint`` (``"POST
+        /v1/{prefix}/transactions/commit"``); False when the server lists none."""
+        self._ensure_config()
+        return self._endpoints is not None and " ".join(endpoint.split()) in self._endpoints
 
     @property
     def prefix(self) -> str:
@@ -868,6 +896,104 @@ class RestCatalog(Catalog):
         key = tuple(sorted(storage.items()))
         return self._ios.get_or_load(key, lambda: self.io.with_properties(storage))
 
+    def _answer(self, ident: TableIdentifier, doc: Mapping[str, Any], what: str
+                ) -> TableAnswer:
+        config = doc.get("config")
+        credentials = doc.get("storage-credentials")
+        if doc.get("metadata-location") is None and isinstance(doc.get("metadata"), dict):
+            metadata = metadata_from_json(doc["metadata"], f"{ident} (staged)")
+            location = None
+        else:
+            loaded = self._loaded_from(ident, doc, what)
+            location, metadata = loaded.location, loaded.metadata
+        return TableAnswer(
+            location, metadata,
+            {str(k): str(v) for k, v in config.items()} if isinstance(config, dict) else {},
+            [c for c in credentials if isinstance(c, dict)]
+            if isinstance(credentials, list) else [])
+
+    def load_table_answer(self, ident: TableIdentifier | str) -> TableAnswer:
+        """``loadTable``'s answer: the table's metadata and what the catalog vends with it."""
+        ident = TableIdentifier.of(ident)
+        what = f"loading table {ident}"
+        doc = self._get_json(self._url(*self._table_path(ident), query={"snapshots": "all"}),
+                             what, f"table {ident} does not exist")
+        return self._answer(ident, doc, what)
+
+    def create_table_request(self, namespace: str | Iterable[str],
+                             request: Mapping[str, Any]) -> TableAnswer:
+        """Send a ``CreateTableRequest`` as it is (a server passing on its client's request;
+        ``stage-create`` included). TableAlreadyExists when the name is taken, asked first
+        (see :meth:`create_table`)."""
+        ident = TableIdentifier(to_namespace(namespace), str(request.get("name")))
+        if self.table_exists(ident):
+            raise TableAlreadyExists(f"catalog {self.name!r}: table {ident} already exists")
+        what = f"creating table {ident}"
+        answer = self._request("POST", self._url("namespaces", self._ns_path(ident.namespace),
+                                                 "tables"), what=what, body=dict(request))
+        if answer.status == 409:
+            raise self._error(answer, f"table {ident} already exists", TableAlreadyExists)
+        if answer.status == 404:
+            raise self._error(answer, f"{what}: namespace {'.'.join(ident.namespace)} does "
+                              "not exist", NotFound)
+        if answer.status != 200:
+            raise self._error(answer, what)
+        return self._answer(ident, self._object(answer, what), what)
+
+    def commit_table_request(self, ident: TableIdentifier | str,
+                             request: Mapping[str, Any]) -> TableAnswer:
+        """Send a ``CommitTableRequest`` as it is (requirements and updates as a client sent
+        them to a server passing them on): the catalog checks the requirements. Errors as
+        :meth:`commit_updates`."""
+        ident = TableIdentifier.of(ident)
+        what = f"committing to table {ident}"
+        answer = self._send_commit(self._url(*self._table_path(ident)), request, what,
+                                   f"table {ident}")
+        if answer.status != 200:
+            raise self._commit_error(answer, f"table {ident}")
+        return self._answer(ident, self._object(answer, what), what)
+
+    def commit_transaction_request(self, request: Mapping[str, Any]) -> None:
+        """Send a ``CommitTransactionRequest`` as it is to ``transactions/commit`` (only
+        when :meth:`supports` it): every table or none. Errors as :meth:`commit_updates`."""
+        tables = len(request.get("table-changes") or ())
+        where = f"a transaction of {tables} table{'s' if tables != 1 else ''}"
+        answer = self._send_commit(self._url("transactions", "commit"), request,
+                                   f"committing {where}", where)
+        if answer.status not in (200, 204):
+            raise self._commit_error(answer, where)
+
+    def _send_commit(self, url: str, body: Mapping[str, Any], what: str, where: str
+                     ) -> _Response:
+        try:
+            return self._request("POST", url, what=what, body=body)
+        except OutcomeUnknown as e:
+            raise CommitStateUnknown(f"{where}: {e}; refresh the table to see whether the "
+                                     "commit happened") from None
+
+    def _commit_error(self, answer: _Response, where: str) -> FloeError:
+        """A commit's refusal or failure: 409 CommitConflict, 404 NotFound, 5xx
+        CommitStateUnknown (it may have happened), 401/403 CatalogUnavailable, any other
+        CommitRefused with the catalog's status and error type."""
+        if answer.status == 409:
+            return self._error(answer, f"{where}: the commit conflicts", CommitConflict)
+        if answer.status == 404:
+            return self._error(answer, f"{where}: not found", NotFound)
+        if answer.status >= 500:
+            return self._error(answer, f"{where}: the catalog failed while committing, so the "
+                               "commit may or may not have happened; refresh the table to "
+                               "see", CommitStateUnknown)
+        if answer.status in (401, 403):
+            return self._error(answer, f"{where}: the catalog refused the commit")
+        doc = answer.json()
+        err = doc.get("error") if isinstance(doc, dict) else None
+        kind = err.get("type") if isinstance(err, dict) else None
+        status = answer.status if 400 <= answer.status < 500 else 400
+        return self._error(
+            answer, f"{where}: the catalog refused the commit",
+            lambda m: CommitRefused(m, status, kind if isinstance(kind, str) and kind
+                                    else "BadRequestException"))
+
     def _load(self, ident: TableIdentifier) -> _Loaded:
         doc = self._get_json(self._url(*self._table_path(ident), query={"snapshots": "all"}),
                              f"loading table {ident}",
@@ -1113,20 +1239,9 @@ class RestCatalog(Catalog):
         wanted += [r for r in requirements_for(base, updates) if r not in wanted]
         body = commit_request_to_json(wanted, updates, (ident.namespace, ident.name))
         what = f"committing to table {ident}"
-        try:
-            answer = self._request("POST", self._url(*self._table_path(ident)), what=what,
-                                   body=body)
-        except OutcomeUnknown as e:
-            raise CommitStateUnknown(f"table {ident}: {e}; refresh the table to see whether "
-                                     "the commit happened") from None
-        if answer.status == 200:
-            loaded = self._loaded_from(ident, self._object(answer, what), what)
-            return loaded.location, loaded.metadata
-        if answer.status == 409:
-            raise self._error(answer, f"table {ident}: the commit conflicts", CommitConflict)
-        if answer.status >= 500:
-            raise self._error(answer, f"table {ident}: the catalog failed while committing, "
-                              "so the commit may or may not have happened; refresh the table "
-                              "to see", CommitStateUnknown)
-        raise self._error(answer, f"table {ident}: the catalog refused the commit",
-                          CommitRefused)
+        answer = self._send_commit(self._url(*self._table_path(ident)), body, what,
+                                   f"table {ident}")
+        if answer.status != 200:
+            raise self._commit_error(answer, f"table {ident}")
+        loaded = self._loaded_from(ident, self._object(answer, what), what)
+        return loaded.location, loaded.metadata

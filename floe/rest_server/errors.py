@@ -15,6 +15,7 @@ from floe.catalog.base import (
     UnsupportedOperation,
 )
 from floe.catalog.config import redact
+from floe.catalog.rest import CommitRefused
 from floe.errors import (
     CatalogUnavailable,
     CommitConflict,
@@ -121,6 +122,8 @@ def error_for(exc: BaseException, *, not_found: str = "NotFoundException",
         return RestError(503, "ServiceUnavailableException", text)
     if isinstance(exc, UnsupportedOperation):
         return RestError(406, "UnsupportedOperationException", text)
+    if isinstance(exc, CommitRefused):  # a catalog behind this one refused: its answer
+        return RestError(exc.status, exc.error_type, text)
     if isinstance(exc, MetadataError):  # a file the request needs cannot be read
         return RestError(422, "UnprocessableEntityException", text)
     if isinstance(exc, ValidationError):

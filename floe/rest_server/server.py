@@ -622,9 +622,14 @@ class RestServer:
             running=running)
 
     def _dispatch(self, call: Call) -> Response:
+        from floe.rest_server import proxy  # it builds on this module
+
         route = call.route
         try:
-            response = route.handler(call)
+            handler = route.handler
+            if route.name in proxy.HANDLERS and proxy.proxied(call):
+                handler = proxy.HANDLERS[route.name]
+            response = handler(call)
         except RecursionError:  # JSON or a schema nested deeper than Python recurses
             response = _error_response(BadRequest(
                 f"{route.name}: the request nests deeper than the server reads"))
@@ -730,18 +735,26 @@ class RestServer:
             (location, md.table_uuid, md.last_updated_ms, snapshots), build)
 
     def table_result(self, catalog: str, location: str | None, md: TableMetadata,
-                     snapshots: str = "all", *, load: bool = True) -> Response:
+                     snapshots: str = "all", *, load: bool = True,
+                     config: Mapping[str, str] | None = None,
+                     storage_credentials: Sequence[Mapping[str, Any]] = ()) -> Response:
         """A ``LoadTableResult`` (``load=False``: a ``CommitTableResponse``) with its
-        ``ETag``."""
-        config = self.vended_config(catalog) if load else {}
+        ``ETag``; ``config`` is the catalog's vended config unless given."""
+        if not load:
+            config = {}
+        elif config is None:
+            config = self.vended_config(catalog)
         config_json = _dumps(config)
+        credentials_json = _dumps(list(storage_credentials)) if storage_credentials else b""
         tag = hashlib.sha256("\0".join(
             (location or "", md.table_uuid or "", str(md.last_updated_ms), snapshots,
-             config_json.decode())).encode()).hexdigest()[:40]
+             config_json.decode(), credentials_json.decode())).encode()).hexdigest()[:40]
         body = b"".join((
             b'{"metadata-location":', _dumps(location), b',"metadata":',
             self.metadata_json(location, md, snapshots),
-            (b',"config":' + config_json) if load else b"", b"}"))
+            (b',"config":' + config_json) if load else b"",
+            (b',"storage-credentials":' + credentials_json) if credentials_json else b"",
+            b"}"))
         return Response(200, body, {"Content-Type": "application/json", "ETag": f'"{tag}"'})
 
     # -- commits -----------------------------------------------------------------------------
