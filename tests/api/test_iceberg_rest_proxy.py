@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
 import pyarrow as pa
 import pytest
@@ -29,8 +30,9 @@ from django.contrib.auth.models import User
 from rest_framework.authtoken.models import Token
 
 from explorer.models import AuditEntry, CatalogGrant
+from floe.catalog.sql import SqlCatalog
 from tests.faulty_proxy import FaultyProxy
-from tests.object_store import SeaweedFS, pyiceberg_rest_catalog, unique_name
+from tests.object_store import SeaweedFS, duckdb_connect, pyiceberg_rest_catalog, unique_name
 
 rest = pytest.importorskip("pyiceberg.catalog.rest")
 from pyiceberg.exceptions import (  # noqa: E402 - after the importorskip
@@ -348,3 +350,86 @@ def test_namespace_properties_and_a_missing_table_pass_through(site: Site) -> No
     assert (status, doc["error"]["type"]) == (404, "NoSuchTableException")
     ann.drop_namespace(ns)
     assert (ns,) not in site.direct().list_namespaces()
+
+
+def test_staged_create_through_floe(site: Site) -> None:
+    ns = unique_name("proxy")
+    site.client("ann").create_namespace(ns)
+    mia = site.client("mia")
+    with mia.create_table_transaction(f"{ns}.s", schema=_rows(0, 1).schema) as tx:
+        tx.append(_rows(0, 4))
+    upstream = site.direct().load_table(f"{ns}.s")
+    assert _ids(upstream) == [0, 1, 2, 3]
+    entry = AuditEntry.objects.get(namespace=ns, table="s")
+    assert (entry.action, entry.actor_name, entry.params["staged"]) == (
+        "rest_create_table", "mia", True)
+    assert entry.metadata_after == upstream.metadata_location
+    assert entry.snapshot_after == upstream.metadata.current_snapshot_id
+
+
+def test_duckdb_inserts_through_floe_one_table_per_transaction(site: Site) -> None:
+    """DuckDB 1.5.5 commits only through transactions/commit: one table's transaction is
+    passed on as that table's commit (SeaweedFS lists no transactions/commit)."""
+    ns = unique_name("proxy")
+    site.client("ann").create_namespace(ns)
+    site.client("mia").create_table(f"{ns}.d", schema=_rows(0, 1).schema)
+    con = duckdb_connect(site.server)  # DuckDB brings the S3 secret
+    con.execute(
+        f"ATTACH '{CATALOG}' AS floe (TYPE iceberg, ENDPOINT '{site.uri}', "
+        f"CLIENT_ID 'mia', CLIENT_SECRET '{site.keys['mia']}', "
+        f"OAUTH2_SERVER_URI '{site.uri}/v1/oauth/tokens', READ_ONLY false)")
+    con.execute(f"INSERT INTO floe.{ns}.d VALUES (1, 'a'), (2, 'b')")
+    assert sorted(r[0] for r in con.execute(f"SELECT id FROM floe.{ns}.d").fetchall()) == [1, 2]
+    con.close()
+    upstream = site.direct().load_table(f"{ns}.d")
+    assert _ids(upstream) == [1, 2]
+    entry = AuditEntry.objects.get(namespace=ns, table="d", action="rest_commit")
+    assert entry.actor_name == "mia" and entry.params["engine"].startswith("duckdb")
+    assert entry.params["transaction"] == 1
+    assert entry.metadata_after == upstream.metadata_location
+
+
+def test_a_transaction_goes_to_upstreams_transactions_commit_when_it_lists_it(
+        site: Site, tmp_path: Path, settings: Any) -> None:
+    """Floe in front of Floe: ``chain`` passes everything on to this site's own SQL catalog
+    ``sqlcat`` (whose /v1/config lists transactions/commit) as the service user ann."""
+    sql_uri = f"sqlite:///{tmp_path / 'chain.db'}"
+    extra = (f'\n[catalogs.sqlcat]\ntype = "sql"\nuri = "{sql_uri}"\n'
+             f'warehouse = "{tmp_path / "sql"}"\n'
+             f'\n[catalogs.chain]\ntype = "rest"\nuri = "{site.uri}"\nwarehouse = "sqlcat"\n'
+             f'token = "{site.keys["ann"]}"\n')
+    path = Path(settings.FLOE_CATALOGS)
+    path.write_text(path.read_text() + extra)
+    ann = rest.RestCatalog("floe", uri=site.uri, warehouse="chain", token=site.keys["ann"])
+    ann.create_namespace("db")
+    mia = rest.RestCatalog("floe", uri=site.uri, warehouse="chain", token=site.keys["mia"])
+    a = mia.create_table("db.a", schema=_rows(0, 1).schema)
+    mia.create_table("db.b", schema=_rows(0, 1).schema)
+
+    def change(name: str, value: str, **requirement: Any) -> dict[str, Any]:
+        return {"identifier": {"namespace": ["db"], "name": name},
+                "requirements": [requirement] if requirement else [],
+                "updates": [{"action": "set-properties", "updates": {"tx": value}}]}
+
+    path_tx = "/v1/chain/transactions/commit"
+    status, _, doc = _raw(site, "POST", path_tx, "mia", {"table-changes": [
+        change("a", "1"), change("b", "1", type="assert-table-uuid", uuid=str(uuid4()))]})
+    assert (status, doc["error"]["type"]) == (409, "CommitFailedException"), doc
+    with SqlCatalog("sqlcat", sql_uri, str(tmp_path / "sql")) as catalog:
+        assert "tx" not in catalog.load_table("db.a").metadata.properties  # neither table
+    status, _, _ = _raw(site, "POST", path_tx, "mia", {"table-changes": [
+        change("a", "2", type="assert-table-uuid", uuid=str(a.metadata.table_uuid)),
+        change("b", "2")]})
+    assert status == 204
+    with SqlCatalog("sqlcat", sql_uri, str(tmp_path / "sql")) as catalog:
+        after = {t: catalog.load_table(f"db.{t}") for t in ("a", "b")}
+    assert {t: table.metadata.properties.get("tx") for t, table in after.items()} == {
+        "a": "2", "b": "2"}  # both or (the 409) neither
+    mine = AuditEntry.objects.filter(catalog="chain", action="rest_commit").order_by("table")
+    assert [(e.table, e.actor_name, e.params["transaction"]) for e in mine] == [
+        ("a", "mia", 2), ("b", "mia", 2)]
+    assert [e.metadata_after for e in mine] == [after["a"].metadata_location,
+                                                after["b"].metadata_location]
+    served = AuditEntry.objects.filter(catalog="sqlcat", action="rest_commit")
+    assert {e.actor_name for e in served} == {"ann"} and served.count() == 2
+    assert {e.params["transaction"] for e in served} == {2}  # one transaction upstream
