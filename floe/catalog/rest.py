@@ -669,7 +669,8 @@ class RestCatalog(Catalog):
     def _request(self, method: str, url: str, *, what: str, body: Any = None,
                  configured: bool = True) -> _Response:
         """A request to the catalog: authenticated (renewing the token once on a 401),
-        retried when it changes nothing."""
+        retried when it changes nothing. A 5xx answer to one that changes something is
+        OutcomeUnknown (the server had it: it may have done it)."""
         if configured:
             self._ensure_config()
         data = json.dumps(body).encode() if body is not None else None
@@ -686,6 +687,9 @@ class RestCatalog(Catalog):
             if answer.status == 401 and not renewed and self._client_secret is not None:
                 renewed = True  # refused unread: renew the token and ask once more
                 continue
+            if answer.status >= 500 and not retry:  # read and failed: not "unavailable"
+                raise self._error(answer, f"{what}: the catalog failed after the request was "
+                                  "sent, so it may or may not have happened", OutcomeUnknown)
             return answer
 
     def _error(self, answer: _Response, what: str,

@@ -348,8 +348,53 @@ def test_namespace_properties_and_a_missing_table_pass_through(site: Site) -> No
                           {"requirements": [], "updates": [
                               {"action": "set-properties", "updates": {"a": "b"}}]})
     assert (status, doc["error"]["type"]) == (404, "NoSuchTableException")
+    ann.update_namespace_properties(ns, removals={"owner"}, updates={"team": "data"})
+    assert site.direct().load_namespace_properties(ns).get("team") == "data"
     ann.drop_namespace(ns)
     assert (ns,) not in site.direct().list_namespaces()
+    actions = AuditEntry.objects.filter(namespace=ns).order_by("id").values_list(
+        "action", flat=True)
+    assert list(actions) == ["rest_create_namespace", "rest_update_namespace_properties",
+                             "rest_drop_namespace"]
+
+
+def test_register_and_purge_pass_through(site: Site) -> None:
+    ns = unique_name("proxy")
+    ann = site.client("ann")
+    ann.create_namespace(ns)
+    mia = site.client("mia")
+    mia.create_table(f"{ns}.t", schema=_rows(0, 1).schema).append(_rows(0, 2))
+    location = site.direct().load_table(f"{ns}.t").metadata_location
+    mia.register_table(f"{ns}.r", location)
+    direct = site.direct()
+    assert direct.load_table(f"{ns}.r").metadata_location == location
+    mia.create_table(f"{ns}.u", schema=_rows(0, 1).schema).append(_rows(0, 2))
+    ann.purge_table(f"{ns}.u")
+    assert not direct.table_exists(f"{ns}.u")
+    deletes = [path for _, path, _ in site.sent("DELETE")]
+    assert deletes[-1] == (f"/v1/{site.server.table_bucket}/namespaces/{ns}/tables/u"
+                           "?purgeRequested=true")
+    entries = AuditEntry.objects.filter(
+        namespace=ns, action__in=["rest_register_table", "rest_drop_table"]).order_by("id")
+    assert [(e.action, e.table, e.actor_name) for e in entries] == [
+        ("rest_register_table", "r", "mia"), ("rest_drop_table", "u", "ann")]
+    assert entries[0].metadata_after == location and entries[1].params["purge"] is True
+
+
+def test_upstream_failing_a_drop_is_a_500_not_unavailable(site: Site) -> None:
+    """SeaweedFS 4.48 cannot drop a table registered over another table's metadata file
+    (500 "failed to delete table", also asked directly): the drop reached it and failed,
+    which is not "the catalog is unavailable, retry later" (503)."""
+    ns = unique_name("proxy")
+    site.client("ann").create_namespace(ns)
+    mia = site.client("mia")
+    mia.create_table(f"{ns}.t", schema=_rows(0, 1).schema).append(_rows(0, 2))
+    mia.register_table(f"{ns}.r", site.direct().load_table(f"{ns}.t").metadata_location)
+    status, _, doc = _raw(site, "DELETE", _table_path(ns, "r"), "mia")
+    assert status == 500, doc
+    assert "failed to delete table" in doc["error"]["message"]
+    assert "may or may not have happened" in doc["error"]["message"]
+    assert site.sent("DELETE")[-1][2] == 500
 
 
 def test_staged_create_through_floe(site: Site) -> None:
