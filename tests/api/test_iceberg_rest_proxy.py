@@ -478,3 +478,57 @@ def test_a_transaction_goes_to_upstreams_transactions_commit_when_it_lists_it(
     served = AuditEntry.objects.filter(catalog="sqlcat", action="rest_commit")
     assert {e.actor_name for e in served} == {"ann"} and served.count() == 2
     assert {e.params["transaction"] for e in served} == {2}  # one transaction upstream
+
+
+_WRITER = """
+import os, sys, time, pyarrow as pa
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import CommitFailedException
+uri, warehouse, token, ident, worker, count, go = sys.argv[1:8]
+catalog = RestCatalog("floe", uri=uri, warehouse=warehouse, token=token)
+catalog.load_table(ident)
+while not os.path.exists(go):  # every writer starts at once
+    time.sleep(0.005)
+for i in range(int(count)):
+    row = int(worker) * 1000 + i
+    while True:
+        try:
+            catalog.load_table(ident).append(pa.table({"id": pa.array([row], pa.int64()),
+                                                       "cat": pa.array([worker])}))
+            break
+        except CommitFailedException:
+            pass
+"""
+
+
+@pytest.mark.slow
+def test_four_processes_appending_through_the_proxy_lose_and_repeat_nothing(
+        site: Site, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """4 PyIceberg processes x 8 appends to one table through Floe: upstream answers the
+    conflicts 409, Floe passes them on, the clients retry; every row is upstream once."""
+    import subprocess
+    import sys
+    import time
+
+    ns = unique_name("proxy")
+    site.client("ann").create_namespace(ns)
+    site.client("mia").create_table(f"{ns}.t", schema=_rows(0, 1).schema)
+    go = tmp_path / "go"
+    with caplog.at_level("INFO", logger="explorer.iceberg"):
+        writers = [subprocess.Popen([sys.executable, "-c", _WRITER, site.uri, CATALOG,
+                                     site.keys["mia"], f"{ns}.t", str(w), "8", str(go)],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                   for w in range(4)]
+        time.sleep(1)
+        go.touch()
+        outputs = [w.communicate(timeout=300) for w in writers]
+    assert all(w.returncode == 0 for w in writers), [err[-2000:] for _, err in outputs]
+    assert _ids(site.direct().load_table(f"{ns}.t")) == sorted(
+        w * 1000 + i for w in range(4) for i in range(8))
+    commits = AuditEntry.objects.filter(namespace=ns, action="rest_commit")
+    assert commits.filter(outcome="succeeded").count() == 32 == commits.count()
+    answers = [r.getMessage() for r in caplog.records if "updateTable" in r.getMessage()]
+    conflicts = sum("-> 409 CommitFailedException" in a for a in answers)
+    upstream_409 = [r for r in site.sent("POST") if f"/{ns}/tables/t" in r[1] and r[2] == 409]
+    assert conflicts > 0 and len(upstream_409) == conflicts  # each one upstream's answer
+    assert len(answers) == 32 + conflicts  # nothing but successes and 409s
