@@ -1164,11 +1164,24 @@ def _drop_table(call: Call) -> Response:
         snapshot = catalog.read_metadata(location).current_snapshot_id
     except Exception:  # a table whose metadata cannot be read may still be dropped
         snapshot = None
-    catalog.drop_table(call.ident, purge=purge)
-    call.changes.append(Change("drop_table", call.catalog_name, call.ident.namespace,
-                               call.ident.name, location, None, snapshot, None,
-                               {"purge": purge}))
+    change = Change("drop_table", call.catalog_name, call.ident.namespace, call.ident.name,
+                    location, None, snapshot, None, {"purge": purge})
+    try:
+        catalog.drop_table(call.ident, purge=purge)
+    except Exception as e:
+        _unknown_change(call, change, e)
+        raise
+    call.changes.append(change)
     return Response(204)
+
+
+def _unknown_change(call: Call, change: Change, exc: Exception) -> None:
+    """Record ``change`` as one whose outcome is unknown when ``exc`` says so (a catalog
+    that had the request and failed on it: the audit must keep it)."""
+    error = error_for(exc, committing=True)
+    if error.type == "CommitStateUnknownException":
+        call.changes.append(dataclasses.replace(change, outcome="unknown",
+                                                error=error.message))
 
 
 def _drop_access(request: Request) -> Access:
@@ -1194,7 +1207,12 @@ def _rename_table(call: Call) -> Response:
     if catalog.table_exists(dst):
         raise RestError(409, "AlreadyExistsException",
                         f"table {dst} already exists in catalog {call.catalog_name!r}")
-    table = catalog.rename_table(src, dst)
+    try:
+        table = catalog.rename_table(src, dst)
+    except Exception as e:
+        _unknown_change(call, Change("rename_table", call.catalog_name, src.namespace,
+                                     src.name, before, detail={"to": str(dst)}), e)
+        raise
     call.changes.append(Change(
         "rename_table", call.catalog_name, src.namespace, src.name, before,
         table.metadata_location, table.metadata.current_snapshot_id,

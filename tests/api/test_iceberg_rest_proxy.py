@@ -310,6 +310,19 @@ def test_upstream_failing_after_the_commit_was_sent_is_commit_state_unknown(
     assert all(e.actor_name == "mia" and e.params["proxied"] for e in unknown)
 
 
+def test_upstream_unreachable_is_503_and_nothing_is_audited(site: Site) -> None:
+    ns = unique_name("proxy")
+    site.client("ann").create_namespace(ns)
+    site.client("mia").create_table(f"{ns}.t", schema=_rows(0, 1).schema)
+    site.upstream.__exit__(None, None, None)  # nothing listens there any more
+    status, _, doc = _raw(site, "POST", _table_path(ns, "t"), "mia", {
+        "requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]})
+    assert (status, doc["error"]["type"]) == (503, "ServiceUnavailableException"), doc
+    assert "cannot connect" in doc["error"]["message"]
+    assert "k" not in site.direct().load_table(f"{ns}.t").properties
+    assert not AuditEntry.objects.filter(namespace=ns, action="rest_commit").exists()
+
+
 def test_transactions_one_table_goes_through_several_are_406(site: Site) -> None:
     ns = unique_name("proxy")
     site.client("ann").create_namespace(ns)
@@ -395,6 +408,10 @@ def test_upstream_failing_a_drop_is_a_500_not_unavailable(site: Site) -> None:
     assert "failed to delete table" in doc["error"]["message"]
     assert "may or may not have happened" in doc["error"]["message"]
     assert site.sent("DELETE")[-1][2] == 500
+    entry = AuditEntry.objects.get(namespace=ns, table="r", action="rest_drop_table")
+    assert (entry.actor_name, entry.outcome, entry.params["outcome"]) == (
+        "mia", "failed", "unknown")
+    assert "failed to delete table" in entry.error
 
 
 def test_staged_create_through_floe(site: Site) -> None:
