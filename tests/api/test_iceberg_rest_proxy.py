@@ -29,7 +29,9 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.authtoken.models import Token
 
+from explorer.catalogs import catalog_get
 from explorer.models import AuditEntry, CatalogGrant
+from explorer.selectors_audit import table_audit
 from floe.catalog.sql import SqlCatalog
 from tests.faulty_proxy import FaultyProxy
 from tests.object_store import SeaweedFS, duckdb_connect, pyiceberg_rest_catalog, unique_name
@@ -39,6 +41,7 @@ from pyiceberg.exceptions import (  # noqa: E402 - after the importorskip
     CommitFailedException,
     ForbiddenError,
     NoSuchTableError,
+    TableAlreadyExistsError,
 )
 from pyiceberg.types import StringType  # noqa: E402
 
@@ -154,6 +157,11 @@ def test_pyiceberg_through_floe_changes_upstream_and_each_change_is_the_users(
     upstream = direct.load_table(f"{ns}.t")
     assert [f.name for f in upstream.schema().fields] == ["id", "cat", "note"]
     assert mia.load_table(f"{ns}.t").metadata_location == upstream.metadata_location
+    # the explorer's Audit tab of the table: every version is mia's change, none external
+    rows = table_audit(table=catalog_get(CATALOG).load_table(f"{ns}.t"))
+    assert len(rows) == 4 and {(r.source, r.actor) for r in rows} == {("floe", "mia")}
+    with pytest.raises(TableAlreadyExistsError):  # (SeaweedFS would answer the table)
+        mia.create_table(f"{ns}.t", schema=_rows(0, 1).schema)
     mia.rename_table(f"{ns}.t", f"{ns}.t2")
     assert not direct.table_exists(f"{ns}.t") and _ids(direct.load_table(f"{ns}.t2")) == [
         10, 11]
