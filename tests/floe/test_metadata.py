@@ -415,6 +415,21 @@ def test_serialize_compressed_round_trips() -> None:
     assert parse_metadata(blob, LOC) == md
 
 
+def test_serialized_metadata_has_one_field_and_one_list_element_per_line() -> None:
+    md = parse(V2)
+    text = serialize_metadata(md).decode()
+    assert json.loads(text) == metadata_to_json(md)
+    lines = text.splitlines()
+    assert lines[0] == "{" and lines[-1] == "}"
+    assert lines[1] == '  "format-version": 2,'
+    snapshots = lines.index('  "snapshots": [')
+    assert json.loads(lines[snapshots + 1].strip().rstrip(",")) == metadata_to_json(md)[
+        "snapshots"][0]
+    assert round_trip(md) == md
+    bare = dataclasses.replace(md, statistics=())
+    assert '  "statistics": [],' in serialize_metadata(bare).decode().splitlines()
+
+
 # PyIceberg cannot read v1 inline "manifests", so the cross-check uses the other documents.
 @pytest.mark.parametrize("doc", [V1_LEGACY, V2], ids=["v1", "v2"])
 def test_pyiceberg_parses_what_floe_writes(doc: dict[str, Any]) -> None:
