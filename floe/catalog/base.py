@@ -39,6 +39,7 @@ __all__ = [
     "TableCommit",
     "TableIdentifier",
     "read_metadata",
+    "remember_metadata",
     "UnsupportedOperation",
     "validate_name",
     "to_namespace",
@@ -144,6 +145,15 @@ def read_metadata(io: FileIO, location: str) -> TableMetadata:
     io.guard(location)
     key = (location, io.identity(location))
     return METADATA_CACHE.get_or_load(key, lambda: parse_metadata(io.read(location), location))
+
+
+def remember_metadata(io: FileIO, location: str, md: TableMetadata) -> None:
+    """Put ``md``, just written to ``location``, in :data:`METADATA_CACHE`: the next read of
+    the table (the next commit's base, a REST client's load) does not parse the file it came
+    from (a metadata file parses back to an equal object)."""
+    identity = io.identity(location)
+    if identity is not None:
+        METADATA_CACHE.put((location, identity), md)
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,6 +323,7 @@ class Catalog(ABC):
         ``write.metadata.delete-after-commit.enabled`` (Java
         ``deleteRemovedMetadataFiles``; failures to delete are only logged)."""
         location = self._commit(ident, base_location, new_metadata)
+        remember_metadata(self.io, location, new_metadata)
         self._delete_removed_metadata(base, new_metadata)
         return location
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, inspect, select, text
 
-from floe.catalog.base import TableAlreadyExists, TableIdentifier
+from floe.catalog.base import METADATA_CACHE, TableAlreadyExists, TableIdentifier
 from floe.catalog.sql import (
     ICEBERG_TABLES,
     NamespaceAlreadyExists,
@@ -135,6 +135,19 @@ def test_create_load_list_tables(catalog: SqlCatalog, warehouse: Path):
         catalog.load_table("db.other")
     with pytest.raises(NotFound):
         catalog.list_tables("missing")
+
+
+def test_a_commit_leaves_its_metadata_parsed_in_the_cache(catalog: SqlCatalog):
+    import pyarrow as pa
+
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.cached", SCHEMA)
+    table.append(pa.table({"id": pa.array([1], pa.int64()), "name": ["a"]}))
+    location = catalog.metadata_location("db.cached")
+    key = (location, catalog.io.identity(location))
+    assert key in METADATA_CACHE  # put there by the commit, not by a read
+    with open(location, "rb") as f:
+        assert METADATA_CACHE.get(key) == parse_metadata(f.read(), location)
 
 
 def test_nested_namespace_and_namespace_location(catalog: SqlCatalog, tmp_path: Path):
