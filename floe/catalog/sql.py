@@ -37,6 +37,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    bindparam,
     create_engine,
     delete,
     event,
@@ -244,6 +245,7 @@ class SqlPointers:
         self.engine = engine
         self.catalog_name = catalog_name
         self.has_type_column = self._init_schema(create)
+        self._get_stmt: Any = None
 
     # -- schema ------------------------------------------------------------------------------
 
@@ -342,12 +344,21 @@ class SqlPointers:
     # -- tables ------------------------------------------------------------------------------
 
     def get(self, ident: TableIdentifier) -> Pointer | None:
-        c = ICEBERG_TABLES.c
-        stmt = select(c.metadata_location, c.previous_metadata_location).where(
-            *self._where_table(ident)
-        )
-        with self.engine.connect() as conn:
-            row = conn.execute(stmt).first()
+        # One statement, built once (its compiled form is cached with it), run outside a
+        # transaction: one SELECT is atomic, and a server database is asked nothing else
+        # (no BEGIN, no ROLLBACK): this read is the start of every load and commit.
+        if self._get_stmt is None:
+            c = ICEBERG_TABLES.c
+            self._get_stmt = select(c.metadata_location, c.previous_metadata_location).where(
+                c.catalog_name == bindparam("catalog"),
+                c.table_namespace == bindparam("namespace"),
+                c.table_name == bindparam("name"),
+                *self._type_filter(),
+            )
+        params = {"catalog": self.catalog_name, "namespace": _ns_str(ident.namespace),
+                  "name": ident.name}
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            row = conn.execute(self._get_stmt, params).first()
         return None if row is None else Pointer(row[0], row[1])
 
     def list_tables(self, namespace: Namespace) -> list[TableIdentifier]:
