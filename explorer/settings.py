@@ -195,8 +195,10 @@ if _default_db["ENGINE"] == "django.db.backends.sqlite3":
     _default_db["TEST"] = {
         "NAME": str(Path(tempfile.gettempdir()) / f"floe-test-{os.getpid()}.sqlite3")}
 else:
-    _default_db["CONN_MAX_AGE"] = envint("FLOE_DB_CONN_MAX_AGE", "60", minimum=0)
     _default_db["CONN_HEALTH_CHECKS"] = True
+# Each thread keeps its connection between requests (seconds): opening one costs more than
+# most requests (SQLite also checkpoints its WAL when the last connection closes).
+_default_db["CONN_MAX_AGE"] = envint("FLOE_DB_CONN_MAX_AGE", "60", minimum=0)
 DATABASES = {"default": _default_db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
