@@ -21,7 +21,8 @@ partitioned by identity, written by floe's REST client through that server), the
   (http.client), ``--loads`` requests after ``--warm`` untimed ones, p50 / p95 (the server's
   caches warm: its parsed metadata and the answer's bytes);
 - **304**: the same with ``If-None-Match`` = the ETag answered (a server that sends no ETag, or
-  answers 200 anyway, is shown as such);
+  answers 200 anyway, is shown as such; answers that close the connection are counted:
+  waitress 3.0 closes it after every 204 and 304, which carry no Content-Length);
 - **commits/s**: an append as DuckDB and PyIceberg send it: requirement
   ``assert-ref-snapshot-id`` (main = the snapshot the client saw), updates ``add-snapshot``
   (the next sequence number, the parent, a new id) + ``set-snapshot-ref`` main. The manifest
@@ -263,20 +264,24 @@ def _loads(target: Target, warm: int, n: int) -> None:
         etag = headers.get("etag")
     target.results["body KiB"] = len(data) / 1024
 
-    def timed(headers: dict[str, str]) -> tuple[list[float], Counter[int]]:
-        samples, statuses = [], Counter[int]()
+    def timed(headers: dict[str, str]) -> tuple[list[float], Counter[int], int]:
+        samples, statuses, closed = [], Counter[int](), 0
         for _ in range(n):
             t0 = time.perf_counter()
-            status, _, _ = _request(conn, "GET", path, headers)
+            status, answer, _ = _request(conn, "GET", path, headers)
             samples.append((time.perf_counter() - t0) * 1000)
             statuses[status] += 1
-        return samples, statuses
+            # http.client opens a new connection for the next request after this
+            closed += answer.get("connection", "").lower() == "close"
+        return samples, statuses, closed
 
-    target.results["load"], _ = timed(target.headers)
+    target.results["load"], _, closed = timed(target.headers)
+    target.results["closed"] = {"200": closed}
     if etag is None:
         target.results["304"] = "no ETag"
     else:
-        samples, statuses = timed({**target.headers, "If-None-Match": etag})
+        samples, statuses, closed = timed({**target.headers, "If-None-Match": etag})
+        target.results["closed"]["304"] = closed
         target.results["304"] = samples if set(statuses) == {304} else \
             "answered " + ", ".join(f"{s} x{c}" for s, c in sorted(statuses.items()))
     conn.close()
@@ -404,6 +409,10 @@ def _report(targets: list[Target], args: argparse.Namespace) -> int:
     for t in targets:
         if isinstance(t.results["304"], str):
             print(f"{t.name}: If-None-Match: {t.results['304']}")
+        for kind, closed in t.results["closed"].items():
+            if closed:
+                print(f"{t.name}: {closed} of {args.loads} {kind} answers closed the "
+                      "connection (Connection: close): the next request opened a new one")
     missed = 0
     for t in (t for t in targets if t.name.startswith("Floe")):
         r = t.results
