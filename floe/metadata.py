@@ -539,9 +539,13 @@ def serialize_metadata(md: TableMetadata, compress: bool = False) -> bytes:
     return data
 
 
+#: One encoder for every part of a metadata file (json.dumps with options makes a new one
+#: per call, a cost per snapshot and log entry).
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 def _layout(doc: dict[str, Any]) -> str:
-    def dumps(value: Any) -> str:
-        return json.dumps(value, ensure_ascii=False)
+    dumps = _ENCODER.encode
 
     def field(key: str, value: Any) -> str:
         name = dumps(key)
