@@ -4,8 +4,9 @@ work on the same machine.
 
 Servers, each a real HTTP server process on loopback:
 
-- **Floe** as ``make run`` serves it (waitress with 8 threads, explorer.run's web command; the
-  Celery worker is not started: nothing here queues a task), with one SQL catalog ``bench``
+- **Floe** as ``make run`` serves it (explorer/serve.py: waitress with 8 threads, explorer.run's
+  web command; the Celery worker is not started: nothing here queues a task), with one SQL
+  catalog ``bench``
   (the JDBC catalog's pointer table, the table's files in a local warehouse directory), twice:
   SQLite (the site's database and the catalog's: files under the run's temporary directory)
   and PostgreSQL (``DATABASE_URL`` and the catalog in one fresh database, dropped at the end;
@@ -22,7 +23,7 @@ partitioned by identity, written by floe's REST client through that server), the
   caches warm: its parsed metadata and the answer's bytes);
 - **304**: the same with ``If-None-Match`` = the ETag answered (a server that sends no ETag, or
   answers 200 anyway, is shown as such; answers that close the connection are counted:
-  waitress 3.0 closes it after every 204 and 304, which carry no Content-Length);
+  plain waitress 3.0 closes it after every 204 and 304, explorer/serve.py keeps it);
 - **commits/s**: an append as DuckDB and PyIceberg send it: requirement
   ``assert-ref-snapshot-id`` (main = the snapshot the client saw), updates ``add-snapshot``
   (the next sequence number, the parent, a new id) + ``set-snapshot-ref`` main. The manifest

@@ -6,9 +6,9 @@
    when it is built;
 2. create the demo warehouse when FLOE_WAREHOUSE is not set and it does not exist yet, and
    read the catalog file (FLOE_CATALOGS): a broken one stops here, naming the file;
-3. start the web server (waitress) on FLOE_HOST:FLOE_PORT (127.0.0.1:8000) and one Celery
-   worker (FLOE_WORKER_CONCURRENCY processes, with beat embedded for the reaper that fails
-   runs whose worker died and removes expired exports), as child processes;
+3. start the web server (waitress, explorer/serve.py) on FLOE_HOST:FLOE_PORT (127.0.0.1:8000)
+   and one Celery worker (FLOE_WORKER_CONCURRENCY processes, with beat embedded for the
+   reaper that fails runs whose worker died and removes expired exports), as child processes;
 4. supervise: Ctrl-C (SIGINT) or SIGTERM stops both and exits 0; when one child dies on its
    own, the other is stopped and the exit status is 1.
 
@@ -96,7 +96,7 @@ def collect_static(root: str | Path) -> None:
 
 def web_command(host: str, port: int) -> list[str]:
     listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    return [sys.executable, "-m", "waitress", f"--listen={listen}", "--threads=8",
+    return [sys.executable, "-m", "explorer.serve", f"--listen={listen}", "--threads=8",
             "explorer.wsgi:application"]
 
 
