@@ -933,16 +933,7 @@ class RestCatalog(Catalog):
         if self.table_exists(ident):
             raise TableAlreadyExists(f"catalog {self.name!r}: table {ident} already exists")
         what = f"creating table {ident}"
-        answer = self._request("POST", self._url("namespaces", self._ns_path(ident.namespace),
-                                                 "tables"), what=what, body=dict(request))
-        if answer.status == 409:
-            raise self._error(answer, f"table {ident} already exists", TableAlreadyExists)
-        if answer.status == 404:
-            raise self._error(answer, f"{what}: namespace {'.'.join(ident.namespace)} does "
-                              "not exist", NotFound)
-        if answer.status != 200:
-            raise self._error(answer, what)
-        return self._answer(ident, self._object(answer, what), what)
+        return self._answer(ident, self._post_create(ident, dict(request), what), what)
 
     def commit_table_request(self, ident: TableIdentifier | str,
                              request: Mapping[str, Any]) -> TableAnswer:
@@ -1074,8 +1065,15 @@ class RestCatalog(Catalog):
         if location:
             body["location"] = location.rstrip("/")
         what = f"creating table {ident}"
+        return self._table(ident, self._loaded_from(ident, self._post_create(ident, body, what),
+                                                    what))
+
+    def _post_create(self, ident: TableIdentifier, body: Mapping[str, Any], what: str
+                     ) -> dict[str, Any]:
+        """POST a CreateTableRequest; the LoadTableResult (409: TableAlreadyExists, 404:
+        NotFound naming the namespace)."""
         answer = self._request("POST", self._url("namespaces", self._ns_path(ident.namespace),
-                                                 "tables"), what=what, body=body)
+                                                 "tables"), what=what, body=dict(body))
         if answer.status == 409:
             raise self._error(answer, f"table {ident} already exists", TableAlreadyExists)
         if answer.status == 404:
@@ -1083,7 +1081,7 @@ class RestCatalog(Catalog):
                               "not exist", NotFound)
         if answer.status != 200:
             raise self._error(answer, what)
-        return self._table(ident, self._loaded_from(ident, self._object(answer, what), what))
+        return self._object(answer, what)
 
     def _object(self, answer: _Response, what: str) -> dict[str, Any]:
         doc = answer.json()

@@ -48,6 +48,7 @@ from floe.rest_server.server import (
     _parse_commit,
     _snapshots_mode,
     check_name,
+    transaction_changes,
 )
 from floe.schema import Schema
 from floe.table.updates import AssertCreate, TableRequirement, TableUpdate
@@ -153,29 +154,9 @@ def _update_table(call: Call) -> Response:
     return _answer(call, answer, load=False)
 
 
-_Parsed = tuple[TableIdentifier, Sequence[TableRequirement], Sequence[TableUpdate]]
-
-
-def _table_changes(doc: Mapping[str, Any]) -> list[_Parsed]:
-    """The tables of a ``CommitTransactionRequest``, read (400 for a malformed one)."""
-    raw = doc.get("table-changes")
-    if not isinstance(raw, list) or not raw:
-        raise BadRequest("a transaction needs a non-empty 'table-changes' array")
-    parsed: list[_Parsed] = []
-    for i, item in enumerate(raw):
-        ident, requirements, updates = _parse_commit(item, f"table change {i}")
-        if ident is None:
-            raise BadRequest(f"table change {i} has no identifier")
-        parsed.append((ident, requirements, updates))
-    idents = [p[0] for p in parsed]
-    if len(set(idents)) != len(idents):
-        raise BadRequest("a table may be named once in a transaction")
-    return parsed
-
-
 def _commit_transaction(call: Call) -> Response:
     doc = call.json()
-    parsed = _table_changes(doc)
+    parsed = transaction_changes(doc)
     catalog = _upstream(call)
     if not catalog.supports(TRANSACTIONS_ENDPOINT):
         if len(parsed) > 1:

@@ -1259,13 +1259,15 @@ def _report_metrics(call: Call) -> Response:
     return Response(204)
 
 
-def _commit_transaction(call: Call) -> Response:
-    doc = call.json()
+TableChange = tuple[TableIdentifier, Sequence[TableRequirement], Sequence[TableUpdate]]
+
+
+def transaction_changes(doc: Mapping[str, Any]) -> list[TableChange]:
+    """The tables of a ``CommitTransactionRequest``, read (400 for a malformed one)."""
     raw = doc.get("table-changes")
     if not isinstance(raw, list) or not raw:
         raise BadRequest("a transaction needs a non-empty 'table-changes' array")
-    changes: list[tuple[TableIdentifier, Sequence[TableRequirement],
-                        Sequence[TableUpdate]]] = []
+    changes: list[TableChange] = []
     for i, item in enumerate(raw):
         ident, requirements, updates = _parse_commit(item, f"table change {i}")
         if ident is None:
@@ -1274,7 +1276,11 @@ def _commit_transaction(call: Call) -> Response:
     idents = [c[0] for c in changes]
     if len(set(idents)) != len(idents):
         raise BadRequest("a table may be named once in a transaction")
-    call.server.commit_transaction(call, changes)
+    return changes
+
+
+def _commit_transaction(call: Call) -> Response:
+    call.server.commit_transaction(call, transaction_changes(call.json()))
     return Response(204)
 
 
