@@ -67,6 +67,16 @@ if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" -eq 0 ]; then
 fi
 export FLOE_REQUIRE_BROWSER=1
 
+# Apache HttpClient 5 (Debian's jars), which the oracle's stripped Iceberg runtime jar lacks
+# and Iceberg Java's REST catalog needs: tests/interop/http_client_jar.py relocates it.
+if [ ! -f /usr/share/java/httpcore5-h2.jar ] && [ "$(id -u)" -eq 0 ]; then
+  echo "installing Apache HttpClient 5 ..." >&2
+  { DEBIAN_FRONTEND=noninteractive apt-get update -qq \
+      && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libhttpclient5-java \
+           libhttpcore5-java; } >/dev/null \
+    || echo "could not install Apache HttpClient 5" >&2
+fi
+
 # Lint and type-check the metadata core first: seconds, and a failure names the line.
 "$PY" -m ruff check floe/
 "$PY" -m mypy

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import http_client_jar
 import pytest
 from oracle_client import HERE, REPO, OracleClient
 from spark_tables import SparkTable
@@ -54,7 +55,7 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> Any:
     warehouse = tmp_path_factory.mktemp("oracle-warehouse")
     t0 = time.monotonic()
     try:
-        client = OracleClient(python, oracle_dir, warehouse, log)
+        client = OracleClient(python, oracle_dir, warehouse, log, _rest_http_jars(artifacts))
     except Exception as ex:  # noqa: BLE001 - any failure to start must fail loudly
         pytest.fail(f"could not start the oracle server: {ex}", pytrace=False)
     sys.stderr.write(f"\n[interop] oracle server up in {time.monotonic() - t0:.1f} s\n")
@@ -64,6 +65,14 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> Any:
     sys.stderr.write(
         f"\n[interop] {len(client.timings)} oracle requests, {total:.1f} s inside the oracle\n"
     )
+
+
+def _rest_http_jars(artifacts: Path) -> tuple[Path, ...]:
+    """The HttpClient 5 jar Iceberg Java's REST client needs (:mod:`http_client_jar`), when
+    its sources are installed; without it the REST-catalog tests say which class is missing."""
+    if http_client_jar.missing_sources():
+        return ()
+    return (http_client_jar.build(artifacts / "jars"),)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

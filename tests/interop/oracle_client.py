@@ -23,14 +23,16 @@ class OracleRequestError(Exception):
 class OracleClient:
     """Talks JSON lines to ``oracle_server.py``."""
 
-    def __init__(self, python: str, oracle_dir: Path, warehouse: Path, log: Path) -> None:
+    def __init__(self, python: str, oracle_dir: Path, warehouse: Path, log: Path,
+                 jars: tuple[Path, ...] = ()) -> None:
         self.warehouse = warehouse
         self.log = log
         self.timings: list[tuple[str, float]] = []
         env = dict(os.environ, FLOE_ORACLE_DIR=str(oracle_dir), PYTHONUNBUFFERED="1")
         with open(log, "ab") as logf:
             self.proc = subprocess.Popen(
-                [python, str(SERVER), "--warehouse", str(warehouse), "--log", str(log)],
+                [python, str(SERVER), "--warehouse", str(warehouse), "--log", str(log),
+                 *(a for jar in jars for a in ("--jar", str(jar)))],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=logf,
@@ -77,6 +79,18 @@ class OracleClient:
 
     def add_catalog(self, name: str, warehouse: Path) -> Any:
         return self.request("catalog", name=name, warehouse=str(warehouse))
+
+    def add_rest_catalog(self, name: str, uri: str, warehouse: str, **properties: str) -> Any:
+        """Iceberg Java's ``RESTCatalog`` at ``uri`` as Spark catalog ``name``; ``properties``
+        such as ``token`` or ``credential`` (``_`` in a keyword stands for ``-``)."""
+        props = {k.replace("_", "-"): v for k, v in properties.items()}
+        return self.request("catalog", name=name, type="rest", warehouse=warehouse,
+                            properties={"uri": uri, **props})
+
+    def java_class_missing(self, name: str) -> str | None:
+        """None when the JVM loads class ``name`` (``a/b/C``), else Java's error."""
+        result: str | None = self.request("java_class", name=name)
+        return result
 
     def equality_delete(self, table: str, column: str, values: list[Any], **kw: Any) -> Any:
         return self.request("equality_delete", table=table, column=column, values=values, **kw)

@@ -13,7 +13,11 @@ a failing request never stops the server.  Requests:
   order; the result is the last statement's rows (``all``: a list of every statement's rows),
   in the JSON form of ``oracle.rows_to_json``.  An optional ``warehouse`` must be the
   session's warehouse.
-* ``{"op": "catalog", "name": "copy", "warehouse": DIR}`` -- adds a Hadoop catalog.
+* ``{"op": "catalog", "name": "copy", "warehouse": DIR}`` -- adds a Hadoop catalog;
+  ``{"op": "catalog", "name": "floe", "type": "rest", "warehouse": NAME, "properties":
+  {"uri": URL, "token": T}}`` a REST catalog (Iceberg Java's ``RESTCatalog``); ``properties``
+  are more ``spark.sql.catalog.<name>.*`` settings.
+* ``{"op": "java_class", "name": "a/b/C"}`` -- whether the JVM can load that class.
 * ``{"op": "equality_delete", "table": "db.t", "column": "id", "values": [...],
   "scope": "auto", "branch": null, "catalog": "oracle"}``
 * ``{"op": "pyiceberg_scan", "metadata": PATH, "snapshot_id": null, "inspect": ["files"]}``
@@ -81,10 +85,15 @@ def _arrow_rows(table):
 
 
 class Server:
-    def __init__(self, oracle, warehouse):
+    def __init__(self, oracle, warehouse, extra_jars=()):
         self.oracle = oracle
         self.warehouse = os.path.abspath(warehouse)
-        self.spark = oracle.spark_session(self.warehouse)
+        conf = None
+        if extra_jars:
+            p = oracle.paths()
+            conf = {"spark.jars": ",".join(
+                [p["runtime_jar"], p["extensions_jar"], p["jackson_jar"], *extra_jars])}
+        self.spark = oracle.spark_session(self.warehouse, conf=conf)
         self.catalogs = {"oracle": self.warehouse}
         self._duckdb = None
 
@@ -113,14 +122,27 @@ class Server:
         return out if req.get("all") else out[-1]
 
     def op_catalog(self, req):
-        name, wh = req["name"], os.path.abspath(req["warehouse"])
+        # catalogs are made on first use, so runtime settings are enough
+        name, kind = req["name"], req.get("type", "hadoop")
+        wh = os.path.abspath(req["warehouse"]) if kind == "hadoop" else req["warehouse"]
         prefix = "spark.sql.catalog.%s" % name
         self.spark.conf.set(prefix, "org.apache.iceberg.spark.SparkCatalog")
-        self.spark.conf.set(prefix + ".type", "hadoop")
+        self.spark.conf.set(prefix + ".type", kind)
         self.spark.conf.set(prefix + ".warehouse", wh)
         self.spark.conf.set(prefix + ".cache-enabled", "false")
+        for k, v in (req.get("properties") or {}).items():
+            self.spark.conf.set("%s.%s" % (prefix, k), str(v))
         self.catalogs[name] = wh
         return {"name": name, "warehouse": wh}
+
+    def op_java_class(self, req):
+        try:
+            # Spark's loader: the one that holds spark.jars
+            self.spark._jvm.org.apache.spark.util.Utils.classForName(
+                req["name"].replace("/", "."), False, False)
+        except Exception as ex:
+            return _first_line(ex)
+        return None
 
     def op_equality_delete(self, req):
         return self.oracle.equality_delete(
@@ -223,6 +245,8 @@ def main():
     p.add_argument("--warehouse", required=True)
     p.add_argument("--log", required=True, help="file for Spark's and the JVM's output")
     p.add_argument("--oracle-dir", default=os.environ.get("FLOE_ORACLE_DIR"))
+    p.add_argument("--jar", action="append", default=[],
+                   help="one more jar for Spark's class path (repeatable)")
     args = p.parse_args()
 
     # Keep the protocol channel to ourselves: fds 1 and 2 (inherited by the JVM that py4j
@@ -243,7 +267,7 @@ def main():
         sys.path.insert(0, os.path.abspath(args.oracle_dir))
         import oracle
         t0 = time.monotonic()
-        server = Server(oracle, args.warehouse)
+        server = Server(oracle, args.warehouse, args.jar)
     except Exception as ex:
         traceback.print_exc()
         send({"ready": False, "error": _first_line(ex), "traceback": traceback.format_exc()})
