@@ -1,0 +1,144 @@
+"""Spark 3.5 with Iceberg Java 1.10.2's ``RESTCatalog`` (the oracle's runtime jar) as a client of
+the catalog the site serves at ``/iceberg/`` (issue 21): Spark creates a partitioned table of
+a SQL catalog through Floe, inserts, merges and calls a procedure that commits; Floe's planner
+and PyIceberg read the rows Spark reads; every commit is an audit entry of the Floe user with
+the engine Java's headers name, never "external"; a viewer's INSERT is refused with 403 and
+changes nothing.
+
+The runtime jar lacks Apache HttpClient 5, which only the REST client uses:
+:mod:`http_client_jar` puts Debian's back under Iceberg's shaded names (conftest's ``oracle``
+fixture adds it to Spark's class path); without it these tests fail naming the class."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import http_client_jar
+import pytest
+from oracle_client import OracleRequestError
+
+from explorer.models import AuditEntry
+from explorer.selectors_audit import table_audit
+from floe.scan import plan_files
+from floe.scan.readers import plan_to_table
+from tests.api.test_iceberg_rest import Site, site  # noqa: F401 - the live site fixture
+
+rest = pytest.importorskip("pyiceberg.catalog.rest")
+
+# the site of tests/api/test_iceberg_rest.py, on SQLite
+pytestmark = [pytest.mark.interop, pytest.mark.django_db(transaction=True),
+              pytest.mark.usefixtures("site"),
+              pytest.mark.parametrize("site", ["sqlite"], indirect=True)]
+
+COLUMNS = ("id", "cat", "qty")
+
+
+@dataclass
+class Floe:
+    site: Site
+    catalog: Callable[..., str]
+
+
+@pytest.fixture
+def floe(oracle: Any, request: pytest.FixtureRequest) -> Floe:
+    """The live site, and ``catalog(user)``: the name of a new Spark catalog on the site's
+    SQL catalog that authenticates as ``user`` with its token (``credential=True``: OAuth2
+    client credentials); a catalog per test and user, as Spark keeps each one it made."""
+    missing = oracle.java_class_missing(http_client_jar.PROBE)
+    if missing:
+        pytest.fail(f"Iceberg Java's REST client needs {http_client_jar.PROBE}, which the "
+                    f"runtime jar lacks and no relocated HttpClient 5 supplies: {missing}",
+                    pytrace=False)
+    web: Site = request.getfixturevalue("site")
+    run = uuid.uuid4().hex[:8]
+
+    def catalog(user: str, *, credential: bool = False) -> str:
+        name = f"floe_{user}_{run}"
+        auth = ({"credential": f"{user}:{web.keys[user]}"} if credential
+                else {"token": web.keys[user]})
+        oracle.add_rest_catalog(name, web.uri, web.sql, **auth)
+        return name
+
+    return Floe(web, catalog)
+
+
+def _sorted(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r[c] for c in COLUMNS) for r in rows)
+
+
+def test_spark_creates_inserts_merges_and_compacts_through_floe(oracle: Any,
+                                                                floe: Floe) -> None:
+    web = floe.site
+    admin, mia = floe.catalog("ann"), floe.catalog("mia", credential=True)
+    oracle.sql(f"CREATE NAMESPACE {admin}.db")
+    t = f"{mia}.db.events"
+    oracle.sql([
+        f"CREATE TABLE {t} (id bigint, cat string, qty int) USING iceberg "
+        "PARTITIONED BY (cat) TBLPROPERTIES ('format-version' = '2')",
+        f"INSERT INTO {t} VALUES (1, 'a', 10), (2, 'b', 20), (3, 'a', 30)",
+        f"INSERT INTO {t} VALUES (4, 'c', 40)",
+        f"MERGE INTO {t} AS t USING (SELECT * FROM VALUES (2, 'b', 21), (5, 'b', 50) "
+        "AS s(id, cat, qty)) AS s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET t.qty = s.qty WHEN NOT MATCHED THEN INSERT *",
+    ])
+    compacted = oracle.sql(
+        f"CALL {mia}.system.rewrite_data_files(table => 'db.events', "
+        "options => map('rewrite-all', 'true'))")
+    assert compacted[0]["rewritten_data_files_count"] > 0, compacted
+    expected = [(1, "a", 10), (2, "b", 21), (3, "a", 30), (4, "c", 40), (5, "b", 50)]
+    assert _sorted(oracle.sql(f"SELECT * FROM {t}")) == expected
+
+    # Floe's own SQL catalog (the same database) plans and reads what Spark committed
+    with web.sql_catalog() as catalog:
+        table = catalog.load_table("db.events")
+        data = plan_to_table(table.io, plan_files(table.io, table.metadata))
+        assert _sorted(data.to_pylist()) == expected
+        assert [f.name for f in table.metadata.spec().fields] == ["cat"]
+        operations = [s.summary.get("operation") for s in table.metadata.snapshots]
+        assert operations == ["append", "append", "overwrite", "replace"]
+        # PyIceberg through Floe's REST catalog reads the same rows
+        pyiceberg = rest.RestCatalog("py", uri=web.uri, warehouse=web.sql,
+                                     token=web.keys["mia"])
+        py_table = pyiceberg.load_table("db.events")
+        assert py_table.metadata_location == table.metadata_location
+        assert _sorted(py_table.scan().to_arrow().to_pylist()) == expected
+
+        # every change is mia's (ann's namespace), through Iceberg Java, as its headers say
+        entries = list(AuditEntry.objects.filter(catalog=web.sql, table="events")
+                       .order_by("created_at", "id"))
+        assert [e.action for e in entries] == ["rest_create_table"] + ["rest_commit"] * 4
+        assert {(e.actor_name, e.actor_via, e.outcome) for e in entries} == {
+            ("mia", "rest", "succeeded")}
+        assert all("Apache Iceberg 1.10.2" in e.params["engine"] for e in entries), [
+            e.params["engine"] for e in entries]
+        assert entries[-1].metadata_after == table.metadata_location
+        assert [e.snapshot_after for e in entries[1:]] == [
+            s.snapshot_id for s in table.metadata.snapshots]
+        assert AuditEntry.objects.get(action="rest_create_namespace").actor_name == "ann"
+        rows = table_audit(table=table)
+        assert rows and {(r.source, r.actor) for r in rows} == {("floe", "mia")}
+
+
+def test_a_viewers_insert_from_spark_is_refused_and_changes_nothing(oracle: Any,
+                                                                    floe: Floe) -> None:
+    web = floe.site
+    admin, mia, vic = floe.catalog("ann"), floe.catalog("mia"), floe.catalog("vic")
+    oracle.sql([f"CREATE NAMESPACE {admin}.db",
+                f"CREATE TABLE {mia}.db.t (id bigint, cat string, qty int) USING iceberg",
+                f"INSERT INTO {mia}.db.t VALUES (1, 'a', 1)"])
+    with web.sql_catalog() as catalog:
+        before = catalog.load_table("db.t").metadata_location
+    audited = AuditEntry.objects.count()
+    # the viewer loads and reads the table, but may not commit to it
+    assert _sorted(oracle.sql(f"SELECT * FROM {vic}.db.t")) == [(1, "a", 1)]
+    with pytest.raises(OracleRequestError) as refused:
+        oracle.sql(f"INSERT INTO {vic}.db.t VALUES (2, 'b', 2)")
+    assert "ForbiddenException" in str(refused.value)
+    assert "maintainer" in str(refused.value)
+    with web.sql_catalog() as catalog:
+        assert catalog.load_table("db.t").metadata_location == before
+    assert AuditEntry.objects.count() == audited
+    assert _sorted(oracle.sql(f"SELECT * FROM {mia}.db.t")) == [(1, "a", 1)]
