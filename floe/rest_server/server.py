@@ -317,6 +317,14 @@ Handler = Callable[["Call"], Response]
 #: server's own scan planning).
 ReportSink = Callable[["Call", MetricsReport, str], None]
 
+#: Operations whose 404 the spec names NoSuchTableException, whether the table or its
+#: namespace is missing. Iceberg Java reads the type: it loads ``db.t.snapshots`` or
+#: ``db.t.branch_b`` as table ``snapshots`` of namespace ``db.t`` first and falls back to a
+#: metadata table or branch of ``db.t`` only on NoSuchTableException (Spark's ``IF EXISTS``
+#: likewise).
+_TABLE_404_ONLY = frozenset({"loadTable", "tableExists", "updateTable", "dropTable",
+                             "commitTransaction"})
+
 
 @dataclass(frozen=True, slots=True)
 class Route:
@@ -636,7 +644,7 @@ class RestServer:
         except Exception as exc:  # every failure is an answer in the error model
             # a change that failed unexpectedly may or may not have happened
             error = error_for(exc, not_found=route.not_found, committing=route.changes)
-            if error.type == "NoSuchTableException":
+            if error.type == "NoSuchTableException" and route.name not in _TABLE_404_ONLY:
                 error = self._missing_namespace(call) or error
             response = _error_response(error)
         response.changes = call.changes + response.changes

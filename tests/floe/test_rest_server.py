@@ -267,11 +267,33 @@ def test_tables_created_listed_loaded_with_etags_and_dropped(client: Client,
     assert client("HEAD", "namespaces/db/tables/t").status == 204
     assert client("HEAD", "namespaces/db/tables/zz").status == 404
     assert _error(client("GET", "namespaces/db/tables/zz")) == (404, "NoSuchTableException")
-    assert _error(client("GET", "namespaces/zz/tables/t")) == (404, "NoSuchNamespaceException")
+    assert _error(client("GET", "namespaces/zz/tables/t")) == (404, "NoSuchTableException")
     dropped = client("DELETE", "namespaces/db/tables/u")
     assert dropped.status == 204 and dropped.changes[0].action == "drop_table"
     assert not catalog.table_exists("db.u")
     assert _error(client("DELETE", "namespaces/db/tables/u")) == (404, "NoSuchTableException")
+
+
+def test_a_table_of_a_missing_namespace_is_no_such_table_where_the_spec_says_so(
+        client: Client, catalog: Catalog) -> None:
+    """Iceberg Java loads ``db.t.snapshots`` (a metadata table) and ``db.t.branch_b`` as a
+    table of namespace ``db.t`` first, and looks for table ``db.t`` only on
+    NoSuchTableException; the spec names no other 404 for these operations."""
+    _create(client)
+    update = commit_request_to_json([], [SetProperties({"k": "v"})])
+    for method, body in (("GET", None), ("POST", update), ("DELETE", None)):
+        assert _error(client(method, "namespaces/db%1Ft/tables/snapshots", body)) == (
+            404, "NoSuchTableException"), method
+    missing = {"table-changes": [{"identifier": {"namespace": ["zz"], "name": "t"},
+                                  **update}]}
+    assert _error(client("POST", "transactions/commit", missing)) == (
+        404, "NoSuchTableException")
+    # where the spec names it, a missing namespace is still NoSuchNamespaceException
+    assert _error(client("POST", "namespaces/zz/tables", {"name": "t",
+                                                           "schema": SCHEMA_JSON})) == (
+        404, "NoSuchNamespaceException")
+    assert _error(client("GET", "namespaces/zz/tables")) == (404, "NoSuchNamespaceException")
+    assert catalog.load_table("db.t").properties.get("k") is None
 
 
 def test_a_drop_with_purge_deletes_the_files_and_needs_admin(client: Client,
