@@ -122,6 +122,35 @@ def test_spark_creates_inserts_merges_and_compacts_through_floe(oracle: Any,
         assert rows and {(r.source, r.actor) for r in rows} == {("floe", "mia")}
 
 
+def test_spark_writes_a_branch_and_reads_metadata_tables_through_floe(oracle: Any,
+                                                                      floe: Floe) -> None:
+    """``db.t.branch_dev`` and ``db.t.snapshots`` reach Spark's fallback only when loading
+    table ``branch_dev`` of the missing namespace ``db.t`` is NoSuchTableException."""
+    admin, mia = floe.catalog("ann"), floe.catalog("mia")
+    t = f"{mia}.db.t"
+    oracle.sql([f"CREATE NAMESPACE {admin}.db",
+                f"CREATE TABLE {t} (id bigint, cat string, qty int) USING iceberg",
+                f"INSERT INTO {t} VALUES (1, 'a', 1)",
+                f"ALTER TABLE {t} CREATE BRANCH dev",
+                f"INSERT INTO {t}.branch_dev VALUES (2, 'b', 2)",
+                f"DROP TABLE IF EXISTS {mia}.nowhere.t"])
+    assert _sorted(oracle.sql(f"SELECT * FROM {t}")) == [(1, "a", 1)]
+    assert _sorted(oracle.sql(f"SELECT * FROM {t} VERSION AS OF 'dev'")) == [
+        (1, "a", 1), (2, "b", 2)]
+    refs = oracle.sql(f"SELECT name, snapshot_id FROM {t}.refs")
+    snapshots = oracle.sql(f"SELECT snapshot_id FROM {t}.snapshots")
+    with floe.site.sql_catalog() as catalog:
+        table = catalog.load_table("db.t")
+        assert {r["name"]: r["snapshot_id"] for r in refs} == {
+            name: ref.snapshot_id for name, ref in table.metadata.refs.items()}
+        assert sorted(r["snapshot_id"] for r in snapshots) == sorted(
+            s.snapshot_id for s in table.metadata.snapshots)
+        data = plan_to_table(table.io, plan_files(table.io, table.metadata, ref="dev"))
+        assert _sorted(data.to_pylist()) == [(1, "a", 1), (2, "b", 2)]
+    assert AuditEntry.objects.filter(table="t", action="rest_commit",
+                                     actor_name="mia").count() == 3
+
+
 def test_a_viewers_insert_from_spark_is_refused_and_changes_nothing(oracle: Any,
                                                                     floe: Floe) -> None:
     web = floe.site
