@@ -222,8 +222,18 @@ class AddSnapshot(TableUpdate):
                 f"minute before its parent {parent.snapshot_id} at {parent.timestamp_ms}: this "
                 f"commit's clock is behind the table's history (check the clock of the machine "
                 f"that commits)")
+        next_row_id = md.next_row_id
+        if md.format_version >= 3 and snap.first_row_id is not None:
+            # Spec "Row Lineage": a snapshot's rows take ids from the table's next-row-id on,
+            # which then moves past them (Java TableMetadata.Builder.addSnapshot)
+            if snap.first_row_id < (next_row_id or 0):
+                raise StaleUpdate(
+                    f"cannot add snapshot {snap.snapshot_id} with first-row-id "
+                    f"{snap.first_row_id}: behind the table's next-row-id {next_row_id}")
+            next_row_id = (next_row_id or 0) + (snap.added_rows or 0)
         b.replace(snapshots=md.snapshots + (snap,),
-                  last_sequence_number=max(md.last_sequence_number, snap.sequence_number))
+                  last_sequence_number=max(md.last_sequence_number, snap.sequence_number),
+                  next_row_id=next_row_id)
         b.added_snapshots[snap.snapshot_id] = snap
         b.timestamp_ms = snap.timestamp_ms
 

@@ -351,6 +351,36 @@ def test_a_commit_applies_the_updates_when_the_requirements_hold(client: Client,
     assert same.changes == []
 
 
+def test_a_v3_snapshot_moves_next_row_id_and_one_behind_it_is_409(client: Client,
+                                                                  catalog: Catalog) -> None:
+    """Spec "Row Lineage": Iceberg Java's commits to a v3 table carry first-row-id (the
+    table's next-row-id when written) and added-rows; the catalog moves next-row-id past
+    them, and a snapshot whose first-row-id is behind it was written on stale metadata."""
+    _create(client, properties={"format-version": "3"})
+    path = "namespaces/db/tables/t"
+
+    def add(snapshot_id: int, parent: int | None, first_row_id: int, rows: int) -> Response:
+        snapshot = {"snapshot-id": snapshot_id, "sequence-number": snapshot_id,
+                    "timestamp-ms": int(time.time() * 1000), "summary": {"operation": "append"},
+                    "manifest-list": f"/nowhere/snap-{snapshot_id}.avro", "schema-id": 0,
+                    "first-row-id": first_row_id, "added-rows": rows}
+        if parent is not None:
+            snapshot["parent-snapshot-id"] = parent
+        return client("POST", path, {"requirements": [], "updates": [
+            {"action": "add-snapshot", "snapshot": snapshot},
+            {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch",
+             "snapshot-id": snapshot_id}]})
+
+    first = add(1, None, 0, 5)
+    assert first.status == 200, first.body
+    assert first.json()["metadata"]["next-row-id"] == 5
+    stale = _location(catalog, "db.t")
+    assert _error(add(2, 1, 0, 3)) == (409, "CommitFailedException")
+    assert _location(catalog, "db.t") == stale
+    assert add(2, 1, 5, 3).json()["metadata"]["next-row-id"] == 8
+    assert catalog.load_table("db.t").metadata.next_row_id == 8
+
+
 def test_a_stale_requirement_is_409_and_changes_nothing(client: Client,
                                                         catalog: Catalog) -> None:
     _create(client)
