@@ -14,6 +14,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import http_client_jar
@@ -22,6 +23,7 @@ from oracle_client import OracleRequestError
 
 from explorer.models import AuditEntry
 from explorer.selectors_audit import table_audit
+from floe.catalog.base import TableIdentifier
 from floe.scan import plan_files
 from floe.scan.readers import plan_to_table
 from tests.api.test_iceberg_rest import Site, site  # noqa: F401 - the live site fixture
@@ -149,6 +151,62 @@ def test_spark_writes_a_branch_and_reads_metadata_tables_through_floe(oracle: An
         assert _sorted(data.to_pylist()) == [(1, "a", 1), (2, "b", 2)]
     assert AuditEntry.objects.filter(table="t", action="rest_commit",
                                      actor_name="mia").count() == 3
+
+
+def test_spark_evolves_deletes_replaces_renames_and_purges_through_floe(oracle: Any,
+                                                                        floe: Floe) -> None:
+    """Schema and partition evolution, a merge-on-read DELETE on format v3 (a deletion
+    vector; row lineage carried on), CREATE TABLE AS and CREATE OR REPLACE TABLE AS (staged
+    creates), a rename and DROP ... PURGE, each read back by Floe."""
+    admin, mia = floe.catalog("ann"), floe.catalog("mia")
+    t = f"{mia}.db.t"
+    oracle.sql([
+        f"CREATE NAMESPACE {admin}.db",
+        f"CREATE TABLE {t} (id bigint, cat string, qty int) USING iceberg "
+        "TBLPROPERTIES ('format-version' = '3', 'write.delete.mode' = 'merge-on-read')",
+        # one data file, so that deleting one of its rows writes a deletion vector
+        f"INSERT INTO {t} SELECT /*+ COALESCE(1) */ * FROM VALUES (1, 'a', 1), (2, 'b', 2), "
+        "(3, 'a', 3) AS s(id, cat, qty)",
+        f"ALTER TABLE {t} ADD COLUMN note string",
+        f"ALTER TABLE {t} ADD PARTITION FIELD cat",
+        f"INSERT INTO {t} VALUES (4, 'b', 4, 'n')",
+        f"DELETE FROM {t} WHERE id = 1",
+        f"CREATE TABLE {mia}.db.copy USING iceberg AS SELECT id, cat FROM {t}",
+        f"CREATE OR REPLACE TABLE {mia}.db.copy USING iceberg AS SELECT id FROM {t}",
+        f"ALTER TABLE {mia}.db.copy RENAME TO db.renamed",
+    ])
+    expected = [(2, "b", 2, None), (3, "a", 3, None), (4, "b", 4, "n")]
+    assert sorted(tuple(r.values()) for r in oracle.sql(f"SELECT * FROM {t}")) == expected
+    with floe.site.sql_catalog() as catalog:
+        table = catalog.load_table("db.t")
+        md = table.metadata
+        assert md.format_version == 3
+        assert [f.name for f in md.schema().fields] == ["id", "cat", "qty", "note"]
+        assert [f.name for f in md.spec().fields] == ["cat"]
+        assert (md.current_snapshot() or pytest.fail("no snapshot")).summary[
+            "added-dvs"] == "1"
+        # row lineage: each commit's rows take ids where the previous one's ended
+        lineage = [(s.first_row_id, s.added_rows) for s in md.snapshots]
+        assert [first for first, _ in lineage] == [0, 3, 4], lineage
+        assert md.next_row_id == 4 + (lineage[-1][1] or 0)
+        data = plan_to_table(table.io, plan_files(table.io, md))
+        assert sorted(tuple(r.values()) for r in data.to_pylist()) == expected
+        renamed = catalog.load_table("db.renamed")
+        assert [f.name for f in renamed.metadata.schema().fields] == ["id"]
+        read = plan_to_table(renamed.io, plan_files(renamed.io, renamed.metadata))
+        assert sorted(read.column("id").to_pylist()) == [2, 3, 4]
+        assert not catalog.table_exists(TableIdentifier(("db",), "copy"))
+    # Iceberg 1.10's SparkCatalog purges by itself: a dropTable without purgeRequested (a
+    # maintainer's), then Spark deletes every file the table reaches
+    location = Path(md.location)
+    oracle.sql(f"DROP TABLE {t} PURGE")
+    assert not any(p.is_file() for p in location.rglob("*"))
+    dropped = AuditEntry.objects.get(action="rest_drop_table")
+    assert (dropped.table, dropped.actor_name, dropped.params["purge"]) == ("t", "mia", False)
+    actions = {(e.action, e.table, e.actor_name) for e in AuditEntry.objects.exclude(
+        action__in=["rest_create_namespace", "rest_commit"])}
+    assert actions == {("rest_create_table", "t", "mia"), ("rest_create_table", "copy", "mia"),
+                       ("rest_rename_table", "copy", "mia"), ("rest_drop_table", "t", "mia")}
 
 
 def test_a_viewers_insert_from_spark_is_refused_and_changes_nothing(oracle: Any,
