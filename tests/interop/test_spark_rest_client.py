@@ -21,7 +21,7 @@ import http_client_jar
 import pytest
 from oracle_client import OracleRequestError
 
-from explorer.models import AuditEntry
+from explorer.models import AuditEntry, EngineReport
 from explorer.selectors_audit import table_audit
 from floe.catalog.base import TableIdentifier
 from floe.scan import plan_files
@@ -122,6 +122,18 @@ def test_spark_creates_inserts_merges_and_compacts_through_floe(oracle: Any,
         assert AuditEntry.objects.get(action="rest_create_namespace").actor_name == "ann"
         rows = table_audit(table=table)
         assert rows and {(r.source, r.actor) for r in rows} == {("floe", "mia")}
+
+    # Java reports its scans and commits (/v1/config lists reportMetrics): kept as mia's,
+    # the engine named, a scan's files read and skipped, a commit's operation and files
+    reports = EngineReport.objects.filter(catalog=web.sql, table="events")
+    commits = reports.filter(report_type="commit-report").order_by("id")
+    scans = reports.filter(report_type="scan-report")
+    assert {r.actor_name for r in reports} == {"mia"}
+    assert all("Apache Iceberg 1.10.2" in r.engine for r in reports), [r.engine for r in reports]
+    assert [r.snapshot_id for r in commits] == [s.snapshot_id for s in table.metadata.snapshots]
+    assert commits[0].operation == "append" and commits[0].added_data_files == 2
+    assert scans.exists() and all(r.result_data_files is not None for r in scans)
+    assert any(r.filter_text for r in scans)  # the MERGE's scan is filtered
 
 
 def test_spark_writes_a_branch_and_reads_metadata_tables_through_floe(oracle: Any,
