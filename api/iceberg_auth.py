@@ -63,8 +63,11 @@ def access_token_issue(user: Any, api_key: str) -> dict[str, Any]:
 
 
 def _user_by_api_key(key: str) -> Any | None:
-    token = Token.objects.select_related("user").filter(key=key).first()
-    return token.user if token is not None else None
+    # get(), not first(): no ORDER BY to build on every request of a REST client
+    try:
+        return Token.objects.select_related("user").get(key=key).user
+    except Token.DoesNotExist:
+        return None
 
 
 def _user_by_access_token(value: str) -> Any:
