@@ -831,17 +831,23 @@ class RestCatalog(Catalog):
                     out[key] = [str(k) for k in doc[key]]
         return out
 
-    def namespace_exists(self, namespace: str | Iterable[str]) -> bool:
-        ns = to_namespace(namespace)
-        answer = self._request("HEAD", self._url("namespaces", self._ns_path(ns)),
-                               what=f"looking for namespace {'.'.join(ns)}")
+    def _head_exists(self, url: str, what: str, without_head: Callable[[], bool]) -> bool:
+        """HEAD ``url``: 200/204 exists, 404 does not; a server without HEAD routes (405,
+        501) is asked ``without_head()`` instead."""
+        answer = self._request("HEAD", url, what=what)
         if answer.status in (200, 204):
             return True
         if answer.status == 404:
             return False
-        if answer.status in (405, 501):  # a server without HEAD routes
-            return super().namespace_exists(ns)
-        raise self._error(answer, f"looking for namespace {'.'.join(ns)}")
+        if answer.status in (405, 501):
+            return without_head()
+        raise self._error(answer, what)
+
+    def namespace_exists(self, namespace: str | Iterable[str]) -> bool:
+        ns = to_namespace(namespace)
+        return self._head_exists(self._url("namespaces", self._ns_path(ns)),
+                                 f"looking for namespace {'.'.join(ns)}",
+                                 lambda: super(RestCatalog, self).namespace_exists(ns))
 
     # -- tables ----------------------------------------------------------------------------
 
@@ -1016,15 +1022,9 @@ class RestCatalog(Catalog):
 
     def table_exists(self, ident: TableIdentifier | str) -> bool:
         ident = TableIdentifier.of(ident)
-        answer = self._request("HEAD", self._url(*self._table_path(ident)),
-                               what=f"looking for table {ident}")
-        if answer.status in (200, 204):
-            return True
-        if answer.status == 404:
-            return False
-        if answer.status in (405, 501):  # a server without HEAD routes
-            return super().table_exists(ident)
-        raise self._error(answer, f"looking for table {ident}")
+        return self._head_exists(self._url(*self._table_path(ident)),
+                                 f"looking for table {ident}",
+                                 lambda: super(RestCatalog, self).table_exists(ident))
 
     def default_table_location(self, ident: TableIdentifier) -> str:
         """The namespace's ``location`` property + the table name (the server decides where
