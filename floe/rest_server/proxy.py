@@ -44,7 +44,6 @@ from floe.rest_server.server import (
     Change,
     Response,
     _actions,
-    _etag_matches,
     _parse_commit,
     _snapshots_mode,
     check_name,
@@ -62,15 +61,17 @@ def _upstream(call: Call) -> RestCatalog:
     return catalog
 
 
-def _answer(call: Call, answer: TableAnswer, snapshots: str = "all", *, load: bool = True
-            ) -> Response:
+def _answer(call: Call, answer: TableAnswer, snapshots: str = "all", *, load: bool = True,
+            if_none_match: str | None = None) -> Response:
     """A ``LoadTableResult`` (``load=False``: a ``CommitTableResponse``) of upstream's answer:
-    upstream's config over what the operator vends."""
+    upstream's config over what the operator vends (a 304 when ``if_none_match`` names its
+    ETag)."""
     config = {**call.server.vended_config(call.catalog_name), **answer.config} if load \
         else None
     return call.server.table_result(
         call.catalog_name, answer.location, answer.metadata, snapshots, load=load,
-        config=config, storage_credentials=answer.storage_credentials if load else ())
+        config=config, storage_credentials=answer.storage_credentials if load else (),
+        if_none_match=if_none_match)
 
 
 def _previous(call: Call, md: TableMetadata) -> tuple[str | None, int | None]:
@@ -106,11 +107,8 @@ def _unknown(call: Call, action: str, ident: TableIdentifier, exc: Exception,
 
 def _load_table(call: Call) -> Response:
     mode = _snapshots_mode(call)
-    response = _answer(call, _upstream(call).load_table_answer(call.ident), mode)
-    etag = response.headers["ETag"]
-    if _etag_matches(call.request.header("if-none-match"), etag):
-        return Response(304, b"", {"ETag": etag})
-    return response
+    return _answer(call, _upstream(call).load_table_answer(call.ident), mode,
+                   if_none_match=call.request.header("if-none-match"))
 
 
 def _create_table(call: Call) -> Response:

@@ -745,9 +745,11 @@ class RestServer:
     def table_result(self, catalog: str, location: str | None, md: TableMetadata,
                      snapshots: str = "all", *, load: bool = True,
                      config: Mapping[str, str] | None = None,
-                     storage_credentials: Sequence[Mapping[str, Any]] = ()) -> Response:
+                     storage_credentials: Sequence[Mapping[str, Any]] = (),
+                     if_none_match: str | None = None) -> Response:
         """A ``LoadTableResult`` (``load=False``: a ``CommitTableResponse``) with its
-        ``ETag``; ``config`` is the catalog's vended config unless given."""
+        ``ETag``; ``config`` is the catalog's vended config unless given. A 304 with the ETag
+        alone when ``if_none_match`` (the request's header) names it: no body is built."""
         if not load:
             config = {}
         elif config is None:
@@ -757,6 +759,8 @@ class RestServer:
         tag = hashlib.sha256("\0".join(
             (location or "", md.table_uuid or "", str(md.last_updated_ms), snapshots,
              config_json.decode(), credentials_json.decode())).encode()).hexdigest()[:40]
+        if _etag_matches(if_none_match, f'"{tag}"'):
+            return Response(304, b"", {"ETag": f'"{tag}"'})
         body = b"".join((
             b'{"metadata-location":', _dumps(location), b',"metadata":',
             self.metadata_json(location, md, snapshots),
@@ -1124,11 +1128,8 @@ def _load_table(call: Call) -> Response:
     catalog = call.catalog
     location = catalog.metadata_location(call.ident)
     md = catalog.read_metadata(location)
-    response = call.server.table_result(call.catalog_name, location, md, mode)
-    etag = response.headers["ETag"]
-    if _etag_matches(call.request.header("if-none-match"), etag):
-        return Response(304, b"", {"ETag": etag})
-    return response
+    return call.server.table_result(call.catalog_name, location, md, mode,
+                                    if_none_match=call.request.header("if-none-match"))
 
 
 def _table_exists(call: Call) -> Response:
