@@ -348,6 +348,36 @@ def test_the_oauth_endpoint_takes_the_form_or_basic_and_refuses_the_rest(site: S
     assert "replaced or revoked" in err["error"]["message"]
 
 
+def test_each_request_sees_the_user_and_roles_as_they_are_now(site: Site) -> None:
+    """The token is looked up on every request (one plain SQL statement): the user it names
+    with its flags, a role revoked or a user deactivated between two requests counts at once,
+    for API tokens and the access tokens issued for them."""
+    mia = User.objects.get(username="mia")
+    mia.email = "mia@example.com"
+    mia.save()
+    access = iceberg_auth.access_token_issue(mia, site.keys["mia"])["access_token"]
+    for bearer in (site.keys["mia"], access):
+        user = iceberg_auth.bearer_user(f"Bearer {bearer}")
+        assert (user.pk, user.get_username(), user.is_active, user.is_superuser,
+                user.is_staff) == (mia.pk, "mia", True, False, False)
+        assert user.email == "mia@example.com"  # a field not read up front: loaded if asked
+    ann = iceberg_auth.bearer_user(f"Bearer {site.keys['ann']}")
+    assert ann.get_username() == "ann" and ann.is_superuser is False
+    namespaces = f"/v1/{site.sql}/namespaces"
+    body = json.dumps({"namespace": ["fresh"]}).encode()
+    assert _raw(site, "POST", namespaces, body, _bearer(site, "ann"))[0] == 200
+    CatalogGrant.objects.filter(user__username="ann").delete()  # ann is a viewer now
+    status, _, err = _raw(site, "POST", namespaces, json.dumps(
+        {"namespace": ["later"]}).encode(), _bearer(site, "ann"))
+    assert (status, err["error"]["type"]) == (403, "ForbiddenException")
+    assert _raw(site, "GET", namespaces, headers=_bearer(site, "ann"))[0] == 200
+    User.objects.filter(username="mia").update(is_active=False)
+    for bearer in (site.keys["mia"], access):
+        status, _, err = _raw(site, "GET", namespaces,
+                              headers={"Authorization": f"Bearer {bearer}"})
+        assert status == 401 and "deactivated" in err["error"]["message"]
+
+
 def test_an_access_token_expires(site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
     mia = User.objects.get(username="mia")
     token = iceberg_auth.access_token_issue(mia, site.keys["mia"])["access_token"]
