@@ -37,14 +37,15 @@ task_patterns = (
 handler404 = "explorer.views.page_not_found"
 
 urlpatterns = [
+    # the Iceberg REST catalog protocol (a client's uri is http://HOST:PORT/iceberg); first:
+    # engines call it on every load and commit, so it is resolved before the site's pages
+    path("iceberg/", include("api.urls_iceberg")),
     path("", include(explorer_patterns)),
     path("", include(views_scan.scan_patterns)),  # partitions, scan plan, preview
     path("", include("explorer.urls_table")),  # one table: overview, snapshots, history, diff
     path("tasks/", include(task_patterns)),
     path("access/", include(views_access.access_patterns)),  # roles, users, API tokens
     path("api/", include("api.urls")),
-    # the Iceberg REST catalog protocol (a client's uri is http://HOST:PORT/iceberg)
-    path("iceberg/", include("api.urls_iceberg")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
