@@ -381,8 +381,10 @@ def _config_key() -> tuple[object, ...]:
     PyIceberg's configuration (the .pyiceberg.yaml files it looks at, PYICEBERG_ variables)."""
     path = _config_file()
     pyiceberg = [(str(p), _file_version(p)) for p in pyiceberg_config_candidates()]
-    variables = sorted((k, v) for k, v in os.environ.items()
-                       if k.lower().startswith("pyiceberg_"))
+    # the names alone, then the values of the few that match (asked on every request: items()
+    # would decode every value of the environment)
+    variables = sorted((k, os.environ[k]) for k in os.environ
+                       if k[:10].lower() == "pyiceberg_")
     return (settings.FLOE_CATALOGS, str(path), _file_version(path), settings.FLOE_WAREHOUSE,
             tuple(pyiceberg), tuple(variables), settings.FLOE_CATALOG_TIMEOUT,
             settings.FLOE_CATALOG_RETRIES)
