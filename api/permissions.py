@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING
 
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from explorer import permissions
+from explorer.access import permissions
 
 if TYPE_CHECKING:  # rest_framework.views imports this module through its settings
     from rest_framework.request import Request
@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # rest_framework.views imports this module through its settin
 
 
 class CatalogRoles(BasePermission):
-    """The API's gate, over :mod:`explorer.permissions`: reads need the viewer role on the
+    """The API's gate, over :mod:`explorer.access.permissions`: reads need the viewer role on the
     URL's catalog (anonymous clients have it when FLOE_ALLOW_ANONYMOUS is true); every other
     method needs a signed-in user (session or token), and the service it calls checks the
     role the change needs on the catalog it acts on (maintainer for tasks, admin for grants).

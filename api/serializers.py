@@ -3,9 +3,9 @@ from __future__ import annotations
 from django.urls import reverse
 from rest_framework import serializers
 
-from explorer import task_outcomes
+from explorer.audit.selectors import AUDIT_CSV_COLUMNS, entry_words
 from explorer.models import AuditEntry, CatalogGrant, TaskRun
-from explorer.selectors_audit import AUDIT_CSV_COLUMNS, entry_words
+from explorer.tasks import outcomes
 
 
 class CatalogSerializer(serializers.Serializer):
@@ -70,10 +70,10 @@ class TaskRunSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
         read_only_fields = fields
 
     def get_outcome(self, run: TaskRun) -> str | None:
-        return task_outcomes.outcome(run)
+        return outcomes.outcome(run)
 
     def get_progress_text(self, run: TaskRun) -> str:
-        return task_outcomes.progress_text(run)
+        return outcomes.progress_text(run)
 
     def get_download(self, run: TaskRun) -> str | None:
         if run.kind != TaskRun.Kind.EXPORT or run.state != TaskRun.State.SUCCEEDED \
@@ -84,7 +84,7 @@ class TaskRunSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
 
 class TaskRunCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
     """The shape of a submission; the parameters are checked per kind by the service
-    (explorer.task_kinds), which answers 400 naming the parameter."""
+    (explorer.tasks.kinds), which answers 400 naming the parameter."""
 
     kind = serializers.ChoiceField(choices=TaskRun.Kind.choices)
     params = serializers.DictField(required=False, default=dict,
@@ -93,7 +93,7 @@ class TaskRunCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
 
 class AuditEntrySerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     description = serializers.SerializerMethodField(
-        help_text="What the entry records, in words (explorer.selectors_audit.entry_words)")
+        help_text="What the entry records, in words (explorer.audit.selectors.entry_words)")
 
     def get_description(self, entry: AuditEntry) -> str:
         return entry_words(entry)

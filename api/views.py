@@ -1,4 +1,4 @@
-"""The REST API: thin viewsets over explorer.selectors and explorer.services."""
+"""The REST API: thin viewsets over explorer.tables.selectors and explorer.services."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api import serializers
-from explorer import permissions, selectors
+from explorer.access import permissions
 from explorer.errors import domain_error_body, domain_error_status
+from explorer.tables import selectors
 from floe.errors import NotFound
 
 CATALOG = OpenApiParameter("catalog", OpenApiTypes.STR, OpenApiParameter.PATH, description="Catalog name")

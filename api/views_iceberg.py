@@ -1,6 +1,6 @@
 """The Iceberg REST catalog served under ``/iceberg/`` (a client's ``uri`` is
 ``http://HOST:PORT/iceberg``): thin views over :mod:`floe.rest_server` that authenticate
-(:mod:`api.iceberg_auth`), authorise by role (:func:`explorer.services_rest.authorize`), call
+(:mod:`api.iceberg_auth`), authorise by role (:func:`explorer.rest.services.authorize`), call
 the protocol core, audit what changed and log every request with its user and table.
 Exempt from CSRF (clients send tokens, never cookies: a session alone authenticates nothing
 here).
@@ -18,7 +18,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from api import iceberg_auth
-from explorer import services_rest
+from explorer.rest import services as services_rest
 from floe.rest_server import NotAuthorized, Request, Response, RestError, json_response
 
 __all__ = ["endpoint", "oauth_tokens", "openapi"]

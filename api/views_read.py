@@ -1,6 +1,6 @@
 """A table's partitions, preview rows and exports as API endpoints, beside the pages that
 show them: ``/api/catalogs/{c}/namespaces/{ns}/tables/{t}/partitions/``, ``…/preview/`` and
-``…/export/``. The same selectors as the pages (explorer.selectors_scan); previews and exports
+``…/export/``. The same selectors as the pages (explorer.tables.scan); previews and exports
 count against the expensive-read rate limit like the pages."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from rest_framework.response import Response
 
 from api.renderers import FloeJSONRenderer
 from api.views import CATALOG, NAMESPACE, TABLE
-from explorer import ratelimit, selectors
-from explorer import selectors_scan as scan
+from explorer import ratelimit
+from explorer.tables import scan, selectors
 from explorer.values import rows_json
 from floe.errors import InvalidArgument
 

@@ -15,9 +15,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.views import CATALOG, NAMESPACE, TABLE
-from explorer import selectors
 from explorer.models import EngineReport
-from explorer.selectors_reports import REPORT_TYPE_PARAMS, table_reports
+from explorer.tables import selectors
+from explorer.tables.reports import REPORT_TYPE_PARAMS, table_reports
 from floe.errors import ValidationError
 
 

@@ -14,8 +14,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.views import CATALOG, NAMESPACE, TABLE
-from explorer import ratelimit, selectors
-from explorer import selectors_scan as scan
+from explorer import ratelimit
+from explorer.tables import scan, selectors
+
 
 class PlanDeleteMatchSerializer(serializers.Serializer):  # type: ignore[type-arg]
     path = serializers.CharField()

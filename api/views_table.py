@@ -1,7 +1,7 @@
 """One table's endpoints under ``/api/catalogs/{catalog}/namespaces/{ns}/tables/{table}/``:
 the detail, snapshots (paged), one snapshot, its manifests, its files (paged), refs, history
-(its snapshot log paged), diff. Thin: open the table (explorer.selectors.table_load), validate the query, call
-explorer.selectors_table, serialize."""
+(its snapshot log paged), diff. Thin: open the table (explorer.tables.selectors.table_load), validate the query, call
+explorer.tables.details, serialize."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from rest_framework.response import Response
 
 from api import serializers_table as s
 from api.views import CATALOG, NAMESPACE, TABLE
-from explorer import selectors
-from explorer import selectors_table as st
+from explorer.tables import details as st
+from explorer.tables import selectors
 from floe.table import Table
 
 SNAPSHOT = OpenApiParameter("snapshot_id", OpenApiTypes.INT64, OpenApiParameter.PATH, description="Snapshot id")

@@ -1,6 +1,6 @@
 """Task runs, the audit trail and grants under ``/api/``: thin viewsets over
-:mod:`explorer.services` (writes) and :mod:`explorer.selectors_audit` (reads); permissions are
-decided in :mod:`explorer.permissions`, domain errors mapped once (api.exceptions).
+:mod:`explorer.services` (writes) and :mod:`explorer.audit.selectors` (reads); permissions are
+decided in :mod:`explorer.access.permissions`, domain errors mapped once (api.exceptions).
 
 * ``/api/tasks/`` GET (filters ``catalog``, ``namespace``, ``table``, ``user``, ``state``,
   ``kind``), POST ``{kind, params}`` (queues; 201); ``/api/tasks/preview/`` POST (the same
@@ -32,9 +32,9 @@ from rest_framework.response import Response
 from api import serializers
 from api.renderers import FloeJSONRenderer
 from api.views import CATALOG, NAMESPACE, TABLE
-from explorer import ratelimit, selectors, services
-from explorer.models import TaskRun
-from explorer.selectors_audit import (
+from explorer import ratelimit
+from explorer.access import services as acce_services
+from explorer.audit.selectors import (
     audit_csv,
     audit_entries,
     audit_json,
@@ -45,6 +45,9 @@ from explorer.selectors_audit import (
     task_runs,
     time_parse,
 )
+from explorer.models import TaskRun
+from explorer.tables import selectors
+from explorer.tasks import services as task_services
 from explorer.values import json_text
 
 
@@ -91,7 +94,7 @@ class TaskRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def create(self, request: Request) -> Response:
         form = serializers.TaskRunCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        run = services.task_submit(kind=form.validated_data["kind"],
+        run = task_services.task_submit(kind=form.validated_data["kind"],
                                    params=form.validated_data["params"], user=request.user,
                                    via=_via(request))
         return Response(self.get_serializer(run).data, status=status.HTTP_201_CREATED)
@@ -103,27 +106,27 @@ class TaskRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         """What a submission of kind evolve, delete_rows or compact would do; nothing queued."""
         form = serializers.TaskRunCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        return Response(services.task_preview(
+        return Response(task_services.task_preview(
             kind=form.validated_data["kind"], params=form.validated_data["params"],
             user=request.user, identity=ratelimit.request_identity(request)))
 
     @extend_schema(request=None, responses={200: serializers.TaskRunSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str) -> Response:
-        run = services.task_cancel(task_run_id=self.get_object().pk, user=request.user)
+        run = task_services.task_cancel(task_run_id=self.get_object().pk, user=request.user)
         return Response(self.get_serializer(run).data)
 
     @extend_schema(request=None, responses={201: serializers.TaskRunSerializer})
     @action(detail=True, methods=["post"])
     def retry(self, request: Request, pk: str) -> Response:
-        run = services.task_retry(task_run_id=self.get_object().pk, user=request.user,
+        run = task_services.task_retry(task_run_id=self.get_object().pk, user=request.user,
                                   via=_via(request))
         return Response(self.get_serializer(run).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
     @action(detail=True, methods=["get"])
     def download(self, request: Request, pk: str) -> FileResponse:
-        path = services.export_file_get(task_run_id=self.get_object().pk, user=request.user)
+        path = task_services.export_file_get(task_run_id=self.get_object().pk, user=request.user)
         return FileResponse(path.open("rb"), as_attachment=True, filename=path.name)
 
 
@@ -214,11 +217,11 @@ class GrantViewSet(mixins.ListModelMixin, mixins.DestroyModelMixin, viewsets.Gen
     def create(self, request: Request) -> Response:
         form = serializers.GrantCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        grant = services.grant_add(actor=request.user, username=form.validated_data["user"],
+        grant = acce_services.grant_add(actor=request.user, username=form.validated_data["user"],
                                    catalog=form.validated_data["catalog"],
                                    role=form.validated_data["role"], via=_via(request))
         return Response(self.get_serializer(grant).data, status=status.HTTP_201_CREATED)
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        services.grant_remove(actor=request.user, grant_id=kwargs["pk"], via=_via(request))
+        acce_services.grant_remove(actor=request.user, grant_id=kwargs["pk"], via=_via(request))
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -376,7 +376,7 @@ def _worker(warehouse: str, var_dir: str) -> subprocess.Popen[bytes]:
 
 
 def _submit(user: Any, kind: str, params: dict[str, Any]) -> int:
-    from explorer import services
+    from explorer.tasks import services
 
     return int(services.task_submit(kind=kind, params=params, user=user).pk)
 

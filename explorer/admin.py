@@ -10,7 +10,7 @@ from explorer.models import AuditEntry, CatalogGrant, TaskRun
 
 @admin.register(TaskRun)
 class TaskRunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    """Runs are changed by their life cycle only (explorer.services): read-only here."""
+    """Runs are changed by their life cycle only (explorer.tasks.lifecycle): read-only here."""
 
     list_display = ("id", "kind", "state", "progress", "catalog", "namespace", "table",
                     "created_by", "created_at", "finished_at")

@@ -1,4 +1,6 @@
-"""The Celery app: configured from Django settings (``CELERY_*``), tasks found in installed apps.
+"""The Celery app: configured from Django settings (``CELERY_*``); its tasks are in
+:mod:`explorer.tasks.jobs` (their names, ``explorer.tasks.run_task`` and
+``explorer.tasks.reap``, stay as they were: messages already queued keep working).
 
 Start a worker with ``celery -A explorer worker`` (``python -m explorer.run`` does it for you).
 """
@@ -15,7 +17,7 @@ TRANSPORT_ALIASES["sqla"] = "explorer.broker:SQLTransport"
 
 app = Celery("explorer")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks()
+app.autodiscover_tasks(lambda: ["explorer.tasks"], related_name="jobs")
 
 
 @worker_process_init.connect

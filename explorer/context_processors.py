@@ -19,8 +19,8 @@ def roles(request: HttpRequest) -> dict[str, Any]:
     """``can_change``: whether the user may act on the catalog of the page (a URL with a
     ``catalog``), so pages show action links and buttons to maintainers only; when not,
     ``actions_hint`` says why and how to get it (``text``, ``url``). The decision that counts
-    is the one each POST makes again (explorer.permissions)."""
-    from explorer import selectors_access
+    is the one each POST makes again (explorer.access.permissions)."""
+    from explorer.access import selectors as selectors_access
 
     match = getattr(request, "resolver_match", None)
     catalog = match.kwargs.get("catalog") if match is not None else None

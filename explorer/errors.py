@@ -37,7 +37,7 @@ class CatalogUnavailable(errors.CatalogUnavailable):
 
 
 class Forbidden(errors.FloeError):
-    """The user's role on the catalog does not allow this (explorer.permissions decides);
+    """The user's role on the catalog does not allow this (explorer.access.permissions decides);
     the message names the role needed and the catalog."""
 
 

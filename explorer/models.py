@@ -18,7 +18,7 @@ class TaskRun(models.Model):
     """One background task: the row the UI polls for state, progress and result.
 
     Life cycle: QUEUED → RUNNING → SUCCEEDED / FAILED / CANCELLED. Every transition is a
-    conditional UPDATE on the current state (see :mod:`explorer.services`), so two workers,
+    conditional UPDATE on the current state (see :mod:`explorer.tasks.lifecycle`), so two workers,
     the reaper and a cancel request never overwrite each other.
     """
 

@@ -80,7 +80,7 @@ FLOE_PAGE_SIZE = envint("FLOE_PAGE_SIZE", "50", minimum=1, maximum=1000)
 FLOE_ALLOW_ANONYMOUS = envbool(
     "FLOE_ALLOW_ANONYMOUS", "false" if os.environ.get("DATABASE_URL") else "true"
 )
-# The role every signed-in user has on every catalog without a grant (explorer.permissions):
+# The role every signed-in user has on every catalog without a grant (explorer.access.permissions):
 # "viewer" (reading needs nothing more than a login, as before roles existed) or "none"
 # (reading a catalog needs a grant on it). Changes always need a maintainer grant.
 FLOE_DEFAULT_ROLE = envchoice("FLOE_DEFAULT_ROLE", "viewer", ("none", "viewer"))

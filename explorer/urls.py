@@ -4,7 +4,9 @@ from django.http import HttpRequest, HttpResponsePermanentRedirect
 from django.templatetags.static import static
 from django.urls import include, path
 
-from explorer import views, views_access, views_scan, views_tasks
+from explorer.access import views as views_access
+from explorer.tables import views, views_scan
+from explorer.tasks import views as views_tasks
 
 
 def _favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
@@ -34,7 +36,7 @@ task_patterns = (
     "tasks",
 )
 
-handler404 = "explorer.views.page_not_found"
+handler404 = "explorer.tables.views.page_not_found"
 
 urlpatterns = [
     # the Iceberg REST catalog protocol (a client's uri is http://HOST:PORT/iceberg); first:
@@ -42,7 +44,7 @@ urlpatterns = [
     path("iceberg/", include("api.urls_iceberg")),
     path("", include(explorer_patterns)),
     path("", include(views_scan.scan_patterns)),  # partitions, scan plan, preview
-    path("", include("explorer.urls_table")),  # one table: overview, snapshots, history, diff
+    path("", include("explorer.tables.urls")),  # one table: overview, snapshots, history, diff
     path("tasks/", include(task_patterns)),
     path("access/", include(views_access.access_patterns)),  # roles, users, API tokens
     path("api/", include("api.urls")),

@@ -49,7 +49,7 @@ def sort_head(context: dict[str, Any], key: str, label: str, numeric: bool = Fal
 @register.simple_tag
 def change_form(value: Any) -> dict[str, Any]:
     """The evolve form's rows (as posted, or blank ones) and the operations a row offers."""
-    from explorer.forms import CHANGE_OPS, CHANGE_ROW_INPUTS, CHANGE_ROWS_SHOWN
+    from explorer.tasks.forms import CHANGE_OPS, CHANGE_ROW_INPUTS, CHANGE_ROWS_SHOWN
 
     rows = value if isinstance(value, list) else \
         [dict.fromkeys(CHANGE_ROW_INPUTS, "")] * CHANGE_ROWS_SHOWN

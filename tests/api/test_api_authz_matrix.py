@@ -1,6 +1,6 @@
 """Who may do what: anonymous / viewer / maintainer / admin (per catalog) × every endpoint with
 a mutating method and every task kind; a role on another catalog does not leak into this one.
-Decided in one place (explorer.permissions)."""
+Decided in one place (explorer.access.permissions)."""
 
 from __future__ import annotations
 
@@ -232,7 +232,7 @@ def test_session_clients_need_the_csrf_token_and_token_clients_do_not(lake: Path
     assert ok.status_code == 201 and ok.json()["created_via"] == "session"
 
 
-# --- the pages that act (explorer.views_tasks): the same decisions, 403 for everyone below
+# --- the pages that act (explorer.tasks.views): the same decisions, 403 for everyone below
 # maintainer (anonymous included: the pages have no 401), nothing queued or cancelled.
 
 PAGE_TABLE = "/catalogs/local/namespaces/ns/tables/events/"

@@ -168,7 +168,7 @@ def test_a_bug_is_a_json_500_that_names_nothing_of_the_server(
         demo: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     """An exception no mapping knows (a bug) is logged with its traceback and answered in the
     one shape, without the exception's text."""
-    from explorer import selectors
+    from explorer.tables import selectors
 
     def broken() -> None:
         raise RuntimeError("secret detail /etc/floe/settings.toml")

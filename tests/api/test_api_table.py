@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from jsonschema import Draft7Validator
 from rest_framework.test import APIClient
 
-from explorer import selectors_table
+from explorer.tables import details
 from floe import inspect
 from floe.io import FileIO
 from floe.manifest import read_manifest_list
@@ -131,8 +131,8 @@ def test_a_files_page_reads_only_the_manifests_it_shows(api: APIClient, history:
     sid = history.snapshot_ids[-1]
     manifests = read_manifest_list(FileIO(), md.snapshot_by_id(sid).manifest_list)  # type: ignore[union-attr, arg-type]
     read: list[str] = []
-    real = selectors_table.read_entries
-    monkeypatch.setattr(selectors_table, "read_entries", lambda io, m, **kw: read.append(m.manifest_path) or real(io, m, **kw))
+    real = details.read_entries
+    monkeypatch.setattr(details, "read_entries", lambda io, m, **kw: read.append(m.manifest_path) or real(io, m, **kw))
     api.get(T + f"snapshots/{sid}/files/?page_size=1")
     assert read == [manifests[0].manifest_path]
     assert len(manifests) > 1

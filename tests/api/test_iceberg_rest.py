@@ -26,8 +26,8 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from api import iceberg_auth
+from explorer.audit.selectors import table_audit
 from explorer.models import AuditEntry, CatalogGrant
-from explorer.selectors_audit import table_audit
 from floe.catalog.base import TableIdentifier
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.catalog.rest import RestCatalog

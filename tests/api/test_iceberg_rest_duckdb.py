@@ -28,9 +28,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from explorer.audit.selectors import table_audit
 from explorer.catalogs import catalog_get
 from explorer.models import AuditEntry
-from explorer.selectors_audit import table_audit
 from floe.catalog.base import TableIdentifier
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.catalog.rest import RestCatalog

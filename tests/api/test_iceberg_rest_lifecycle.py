@@ -14,8 +14,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from explorer.audit.selectors import table_audit
 from explorer.models import AuditEntry
-from explorer.selectors_audit import table_audit
 from floe.catalog.base import TableIdentifier
 from tests.api.test_iceberg_rest import Site, _ids, _pyiceberg, _rows, site  # noqa: F401
 

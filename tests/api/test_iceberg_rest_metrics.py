@@ -4,7 +4,7 @@ Java's RESTMetricsReporter posts them: stored with the user and the engine (from
 headers and the report's metadata), bounded per table, listed by the table's API endpoint
 (``/api/.../tables/{t}/reports/``) for viewers; malformed reports 400 and unknown tables 404
 in the error model, storing nothing; a user without a role 403. Reports Floe's own planning
-makes go through :func:`explorer.services_rest.record_report` as well."""
+makes go through :func:`explorer.rest.services.record_report` as well."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from django.contrib.auth.models import User
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from explorer import services_rest
 from explorer.models import CatalogGrant, EngineReport
+from explorer.rest import services as services_rest
 from floe.rest_server import Access, BadRequest, Operation
 from tests.floe.test_rest_server_metrics import commit_report, scan_report
 

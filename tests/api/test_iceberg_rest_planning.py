@@ -20,7 +20,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
-from explorer import services_rest
+from explorer.rest import services as services_rest
 from floe.catalog.base import TableIdentifier
 from floe.catalog.rest import RestCatalog
 from floe.catalog.sql import SqlCatalog

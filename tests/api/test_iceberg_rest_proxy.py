@@ -29,9 +29,9 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.authtoken.models import Token
 
+from explorer.audit.selectors import table_audit
 from explorer.catalogs import catalog_get
 from explorer.models import AuditEntry, CatalogGrant
-from explorer.selectors_audit import table_audit
 from floe.catalog.sql import SqlCatalog
 from tests.faulty_proxy import FaultyProxy
 from tests.object_store import SeaweedFS, duckdb_connect, pyiceberg_rest_catalog, unique_name

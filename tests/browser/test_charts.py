@@ -39,7 +39,7 @@ CHARTS = [
 def charts(page: Any, site: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Opens a page of CHARTS in ``page`` (the live server runs in this process, so the
     WebGL threshold can be lowered for the "?webgl" page)."""
-    from explorer import views_table
+    from explorer.tables import views_table
 
     def goto(url: str) -> None:
         monkeypatch.setattr(views_table, "TIMELINE_WEBGL_FROM",

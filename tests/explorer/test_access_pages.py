@@ -17,8 +17,8 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from explorer.audit.selectors import entry_words
 from explorer.models import AuditEntry, CatalogGrant
-from explorer.selectors_audit import entry_words
 from tests.explorer.tasks_support import REPO, make_table, user_with
 
 pytestmark = pytest.mark.django_db

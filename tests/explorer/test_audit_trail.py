@@ -14,11 +14,12 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from explorer import selectors, services
+from explorer.audit.selectors import table_audit
 from explorer.models import AuditEntry, AuditEntryImmutable, CatalogGrant, TaskRun
-from explorer.selectors_audit import table_audit
-from explorer.task_runners import runner_for
-from explorer.task_runtime import execute
+from explorer.tables import selectors
+from explorer.tasks import services
+from explorer.tasks.runners import runner_for
+from explorer.tasks.runtime import execute
 from floe.catalog.sql import SqlCatalog
 from tests.explorer.tasks_support import SCHEMA, load, make_table, rows, user_with
 

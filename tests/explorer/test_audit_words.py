@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from explorer import services
+from explorer.audit.selectors import entry_words, summary_engine
 from explorer.models import AuditEntry
-from explorer.selectors_audit import entry_words, summary_engine
-from explorer.task_runners import runner_for
-from explorer.task_runtime import execute
+from explorer.tasks import services
+from explorer.tasks.runners import runner_for
+from explorer.tasks.runtime import execute
 from tests.explorer.tasks_support import client_for, load, make_table, user_with
 
 pytestmark = pytest.mark.django_db

@@ -12,8 +12,8 @@ import pytest
 from django.test import Client
 
 from floe.catalog.filesystem import directory_table
-from floe.scan.readers import plan_to_table
 from floe.scan import plan_files
+from floe.scan.readers import plan_to_table
 
 pytestmark = pytest.mark.django_db
 
@@ -60,9 +60,9 @@ def test_the_api_gives_the_same_count(demo: Path) -> None:
 
 def test_too_much_to_count_shows_a_labelled_bound_that_holds(demo: Path, monkeypatch: Any
                                                                ) -> None:
-    from explorer import selectors_table
+    from explorer.tables import details
 
-    monkeypatch.setattr(selectors_table, "LIVE_COUNT_MAX_ROWS", 0)
+    monkeypatch.setattr(details, "LIVE_COUNT_MAX_ROWS", 0)
     truth, records = _scanned(demo)
     page = Client().get(SESSIONS).content.decode()
     how, text = _live_cell(page)

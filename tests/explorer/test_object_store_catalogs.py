@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 from django.test import Client
 
-from explorer import services
+from explorer.tasks import services
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.catalog.sql import SqlCatalog
 from floe.io import FileIO

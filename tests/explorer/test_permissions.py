@@ -1,4 +1,4 @@
-"""explorer.permissions, the one place permission decisions are made: roles per catalog, the
+"""explorer.access.permissions, the one place permission decisions are made: roles per catalog, the
 ``*`` grant, the default role, superusers, anonymous visitors; and the pages that use it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.test import Client
 
-from explorer import permissions as p
+from explorer.access import permissions as p
 from explorer.errors import Forbidden
 from explorer.models import CatalogGrant, TaskRun
 from tests.explorer.tasks_support import make_table, user_with

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from explorer.errors import TableChangedSinceDryRun
-from explorer.task_runners import _PinnedCatalog
+from explorer.tasks.runners import _PinnedCatalog
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.schema import Schema
 from floe.table import Table

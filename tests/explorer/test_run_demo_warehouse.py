@@ -61,7 +61,7 @@ def test_a_demo_of_an_older_version_is_written_again(tmp_path: Path,
 def test_the_real_demo_warehouse_lists_without_errors(tmp_path: Path, settings) -> None:  # type: ignore[no-untyped-def]
     if importlib.util.find_spec("floe.demo") is None:
         pytest.skip("floe.demo has not landed yet")
-    from explorer import selectors
+    from explorer.tables import selectors
 
     target = tmp_path / "demo-warehouse"
     run.ensure_demo_warehouse(str(target))

@@ -17,10 +17,10 @@ from django.test import Client
 from floe.catalog.filesystem import directory_table
 from floe.demo import create_demo_warehouse
 from floe.inspect import live_entries
-from floe.scan.readers import plan_to_table
 from floe.manifest import DataFile, FileContent, read_manifest_list
 from floe.partition_stats import partition_stats
 from floe.scan import plan_files
+from floe.scan.readers import plan_to_table
 
 pytestmark = pytest.mark.django_db
 EVENTS = "/catalogs/local/namespaces/web/tables/events"
@@ -126,7 +126,7 @@ def test_plan_page_shows_the_funnel_and_why(client: Client, template_demo: Path)
 def test_plan_file_pages_list_every_decision_once(template_demo: Path, flt: str | None) -> None:
     """The plan page's file list pages by manifest counts (whole kept manifests are counted,
     not built): every page size gives every decision once, in plan order."""
-    from explorer.selectors_scan import PlanFiles
+    from explorer.tables.scan import PlanFiles
     from floe.scan.explain import KeptFiles
 
     t = _events(template_demo)

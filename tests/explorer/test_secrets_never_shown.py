@@ -21,9 +21,9 @@ import pytest
 from django.test import Client
 from sqlalchemy.engine import make_url
 
-from explorer import services
-from explorer.task_runners import runner_for
-from explorer.task_runtime import execute
+from explorer.tasks import services
+from explorer.tasks.runners import runner_for
+from explorer.tasks.runtime import execute
 from floe.catalog.config import load_catalogs
 from floe.catalog.sql import SqlCatalog
 from floe.cli import main as floe_cli

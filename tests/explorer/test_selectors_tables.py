@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 import floe.catalog.base
-from explorer import selectors
 from explorer.cache import CACHE
+from explorer.tables import selectors
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.errors import MetadataError, NotFound, ValidationError
 from floe.schema import Schema

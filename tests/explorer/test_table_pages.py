@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from explorer import selectors, selectors_table
+from explorer.tables import details, selectors
 from floe import inspect
 from floe.diff import schema_for_snapshot
 from floe.io import FileIO
@@ -76,7 +76,7 @@ def test_overview_shows_the_metadata_and_current_totals(client: Client, history:
 def test_timeline_data_comes_from_summaries(client: Client, history: HistoryTable) -> None:
     md = _md(history)
     table = selectors.table_load(catalog="local", namespace="shop", name="orders")
-    data = selectors_table.snapshot_timeline(table=table)
+    data = details.snapshot_timeline(table=table)
     rows = inspect.snapshot_rows(md)
     cols = data["columns"]
     assert cols["snapshot_id"] == [str(r["snapshot_id"]) for r in rows]
@@ -130,8 +130,8 @@ def test_manifest_page_reads_only_that_manifest_and_filters(client: Client, hist
     sid = history.snapshot_ids[-1]
     manifests = read_manifest_list(io, md.snapshot_by_id(sid).manifest_list)  # type: ignore[union-attr, arg-type]
     read: list[str] = []
-    real = selectors_table.read_entries
-    monkeypatch.setattr(selectors_table, "read_entries", lambda io, m, **kw: read.append(m.manifest_path) or real(io, m, **kw))
+    real = details.read_entries
+    monkeypatch.setattr(details, "read_entries", lambda io, m, **kw: read.append(m.manifest_path) or real(io, m, **kw))
     idx = next(i for i, m in enumerate(manifests) if (m.deleted_files_count or 0) > 0)
     html = _html(client, BASE + f"snapshots/{sid}/manifests/{idx}/")
     assert read == [manifests[idx].manifest_path]

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from explorer import services_rest
+from explorer.rest import services as services_rest
 from floe.rest_server import Access, Operation
 from tests.explorer.tasks_support import user_with
 from tests.floe.test_rest_server_metrics import commit_report, scan_report

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from explorer import services
 from explorer.models import AuditEntry, TaskRun
-from explorer.tasks import run_task
-from floe.scan.readers import plan_to_table
+from explorer.tasks import services
+from explorer.tasks.jobs import run_task
 from floe.scan import plan_files
+from floe.scan.readers import plan_to_table
 from tests.explorer.tasks_support import load, make_table, user_with
 
 pytest.importorskip("floe.spark.compaction")

@@ -14,13 +14,13 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from explorer import services
 from explorer.models import AuditEntry, TaskRun
-from explorer.task_runners import runner_for
-from explorer.task_runtime import RunContext, execute
+from explorer.tasks import lifecycle
+from explorer.tasks.runners import runner_for
+from explorer.tasks.runtime import RunContext, execute
 from floe.errors import CommitConflict
-from floe.scan.readers import plan_to_table
 from floe.scan import plan_files
+from floe.scan.readers import plan_to_table
 from tests.explorer.conftest import point_celery_at
 from tests.explorer.tasks_support import (
     Worker,
@@ -248,8 +248,8 @@ def test_the_reaper_fails_stale_runs_only(tmp_path: Path, settings: Any) -> None
                                    heartbeat_at=now)
     queued = TaskRun.objects.create(kind="compact", catalog="local", namespace="reap",
                                     table="events")
-    assert services.task_runs_reap(now=now)["failed_runs"] == 1
-    assert services.task_runs_reap(now=now)["failed_runs"] == 0  # idempotent
+    assert lifecycle.task_runs_reap(now=now)["failed_runs"] == 1
+    assert lifecycle.task_runs_reap(now=now)["failed_runs"] == 0  # idempotent
     states = {r.pk: r.state for r in TaskRun.objects.all()}
     assert states == {stale.pk: "FAILED", alive.pk: "RUNNING", queued.pk: "QUEUED"}
     entry = AuditEntry.objects.get(task_run_id=stale.pk)
@@ -278,7 +278,7 @@ def test_the_reaper_removes_expired_and_abandoned_exports(tmp_path: Path, settin
     failed, running = export("FAILED", 5), export("RUNNING", None)
     stray = settings.FLOE_EXPORT_DIR / "999999"
     stray.mkdir()
-    assert services.task_runs_reap(now=now)["removed_exports"] == 3
+    assert lifecycle.task_runs_reap(now=now)["removed_exports"] == 3
     left = sorted(int(p.name) for p in settings.FLOE_EXPORT_DIR.iterdir())
     assert left == sorted([fresh.pk, running.pk])
     old.refresh_from_db()

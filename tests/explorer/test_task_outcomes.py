@@ -2,7 +2,7 @@
 (… KiB) into 3 … in 0.2 s", "Cancelled after rewriting 3 of 8 groups", "Failed: …"), the
 same on the run's page, the task lists and the API's task representation; while it runs,
 its stage and counts with sizes in binary units. Runs execute in this process: through the
-API in Celery's eager mode, or with explorer.task_runtime.execute where the test needs to act
+API in Celery's eager mode, or with explorer.tasks.runtime.execute where the test needs to act
 mid-run."""
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from explorer import services
 from explorer.models import TaskRun
-from explorer.task_runners import runner_for
-from explorer.task_runtime import RunContext, execute
+from explorer.tasks import services
+from explorer.tasks.runners import runner_for
+from explorer.tasks.runtime import RunContext, execute
 from floe.maintenance import Progress
 from tests.explorer.tasks_support import client_for, load, make_table, user_with
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from explorer.forms import ACTION_FORMS
 from explorer.models import AuditEntry, TaskRun
+from explorer.tasks.forms import ACTION_FORMS
 from tests.explorer.tasks_support import load, make_table, user_with
 
 pytestmark = pytest.mark.django_db

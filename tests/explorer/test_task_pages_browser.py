@@ -185,12 +185,12 @@ def test_the_task_list_turns_a_run_into_what_happened_without_a_reload(
     the run's outcome in words (the API's progress_text): no reload, no raw stage."""
     from playwright.sync_api import expect
 
-    from explorer import task_kinds
-    from explorer.tasks import run_task
+    from explorer.tasks import kinds
+    from explorer.tasks.jobs import run_task
 
     page = maintainer
     ns, url = _table(on_worker)
-    valid = task_kinds.params_validate(kind="compact", params={
+    valid = kinds.params_validate(kind="compact", params={
         "namespace": ns, "table": "events", "options": {"min-input-files": "2"}})
     run = TaskRun.objects.create(kind="compact", params=valid.params, catalog="local",
                                  namespace=ns, table="events")  # not sent to the worker yet

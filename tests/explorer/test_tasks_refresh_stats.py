@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import AnonymousUser, User
 
-from explorer import celery_app, services
+from explorer import celery_app
 from explorer.errors import Forbidden
 from explorer.models import CatalogGrant, TaskRun
-from explorer.tasks import refresh_table_stats
+from explorer.tasks import lifecycle, services
+from explorer.tasks.jobs import refresh_table_stats
 from floe.maintenance import Progress
 
 pytestmark = pytest.mark.django_db
@@ -66,7 +67,7 @@ def test_progress_is_written_while_running(warehouse: Path, monkeypatch: pytest.
     settings.FLOE_TASK_HEARTBEAT_SECONDS = 0  # in-process: every report beats
     run = TaskRun.objects.create(kind="refresh_table_stats", catalog="local")
     seen: list[tuple[int, str, int, int | None]] = []
-    real = services.task_run_beat
+    real = lifecycle.task_run_beat
 
     def spy(*, task_run_id: int, progress: Progress | None = None) -> bool:
         wanted = real(task_run_id=task_run_id, progress=progress)
@@ -76,7 +77,7 @@ def test_progress_is_written_while_running(warehouse: Path, monkeypatch: pytest.
         assert row.heartbeat_at is not None
         return wanted
 
-    monkeypatch.setattr(services, "task_run_beat", spy)
+    monkeypatch.setattr(lifecycle, "task_run_beat", spy)
     refresh_table_stats(run.pk)
     assert [s[0] for s in seen] == [20, 40, 60, 80, 99]  # 100 only together with SUCCEEDED
     assert seen[-1][1:] == ("reading tables", 5, 5)

@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
-from explorer import selectors, services
+from explorer.audit.selectors import audit_rows_described, table_audit
 from explorer.models import AuditEntry, CatalogGrant, TaskRun
-from explorer.selectors_audit import audit_rows_described, table_audit
-from explorer.tasks import run_task
+from explorer.tables import selectors
+from explorer.tasks import services
+from explorer.tasks.jobs import run_task
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.table import Table
 

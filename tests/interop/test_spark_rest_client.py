@@ -21,8 +21,8 @@ import http_client_jar
 import pytest
 from oracle_client import OracleRequestError
 
+from explorer.audit.selectors import table_audit
 from explorer.models import AuditEntry, EngineReport
-from explorer.selectors_audit import table_audit
 from floe.catalog.base import TableIdentifier
 from floe.scan import plan_files
 from floe.scan.readers import plan_to_table

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from explorer import services
+from explorer.access import services
 from explorer.models import CatalogGrant
 from floe.errors import FloeError
 

@@ -1,6 +1,6 @@
 """Reads for the partitions, scan-plan and preview pages (and the plan API).
 
-Every function takes the :class:`floe.table.Table` that :func:`explorer.selectors.table_load`
+Every function takes the :class:`floe.table.Table` that :func:`explorer.tables.selectors.table_load`
 opened and reads through its ``io`` (files outside the catalog's warehouse are refused).
 Plans are cached by (metadata file, selection, filter) so paging through a large plan plans
 once; decoded manifests are shared through the planner's cache in :mod:`explorer.cache`.
@@ -22,11 +22,11 @@ from explorer.values import CsvWriter
 from floe.errors import InvalidArgument
 from floe.expressions import bind, parse_filter
 from floe.io.parquet import schema_to_arrow
-from floe.scan.readers import read_plan
 from floe.maintenance.partition_stats import partition_stats_file_for
 from floe.partition_stats import TablePartitionStats, from_statistics_file, partition_stats
 from floe.scan import ScanPlan, plan_files, select_snapshot
 from floe.scan.explain import KeptFiles
+from floe.scan.readers import read_plan
 from floe.table import Table
 
 #: Rows a preview shows at most, and rows an export writes at most (stated on the page).

@@ -1,6 +1,6 @@
 """Pages of one table: overview (+ timeline and health), snapshots, manifests, files,
-history, diff. Thin: open the table (explorer.selectors.table_load), call
-explorer.selectors_table, render. Domain errors are rendered by explorer.middleware (one
+history, diff. Thin: open the table (explorer.tables.selectors.table_load), call
+explorer.tables.details, render. Domain errors are rendered by explorer.middleware (one
 mapping in explorer.errors)."""
 
 from __future__ import annotations
@@ -13,15 +13,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from explorer import selectors
-from explorer import selectors_table as st
-from explorer.auth import read_access_required
+from explorer.access.auth import read_access_required
+from explorer.audit.selectors import task_runs
 from explorer.models import TaskRun
-from explorer.selectors_audit import task_runs
 from explorer.sorting import by_key, parse_sort, sort_rows
+from explorer.tables import details as st
+from explorer.tables import selectors
 from floe.errors import NotFound, ValidationError
 from floe.table import Table
-
 
 #: The overview's timeline draws its points with WebGL from this many snapshots on (SVG
 #: below: it draws sooner without a WebGL context to set up).

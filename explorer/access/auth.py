@@ -1,4 +1,4 @@
-"""Decorators for page views, over the decisions of :mod:`explorer.permissions` and the limit
+"""Decorators for page views, over the decisions of :mod:`explorer.access.permissions` and the limit
 of :mod:`explorer.ratelimit`."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from functools import wraps
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
 
-from explorer import permissions, ratelimit
+from explorer import ratelimit
+from explorer.access import permissions
 
 
 def can_read(request: HttpRequest, catalog: str | None = None) -> bool:

@@ -2,9 +2,9 @@
 
 from django.urls import path
 
-from explorer import views_reports as vr
-from explorer import views_table as v
-from explorer import views_tasks as vt
+from explorer.tables import views_reports as vr
+from explorer.tables import views_table as v
+from explorer.tasks import views as vt
 
 app_name = "table"
 
@@ -23,7 +23,7 @@ urlpatterns = [
     path(_t + "reports/", vr.table_reports_page, name="reports"),
 ]
 
-# Pages that act on the table, and its audit trail (explorer.views_tasks).
+# Pages that act on the table, and its audit trail (explorer.tasks.views).
 
 urlpatterns += [
     path(_t + "actions/", vt.table_actions, name="actions"),

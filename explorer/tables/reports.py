@@ -1,5 +1,5 @@
 """Reads of the metrics reports kept about a table (:class:`explorer.models.EngineReport`,
-written by :func:`explorer.services_rest.record_report`): which engines scan and commit to it
+written by :func:`explorer.rest.services.record_report`): which engines scan and commit to it
 (grouped by engine, user and source), and its recent scans and commits."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The work of each kind of task: a function from a :class:`~explorer.task_runtime.RunContext`
+"""The work of each kind of task: a function from a :class:`~explorer.tasks.runtime.RunContext`
 to the run's result (a small JSON document: counts, snapshot ids, metadata locations, file
 lists capped with a count).
 
-Changes open the table with :func:`explorer.selectors.table_load` (a handle of their
+Changes open the table with :func:`explorer.tables.selectors.table_load` (a handle of their
 own) and commit through floe; operations with progress reports pass ``ctx.on_progress`` (a
 cancel stops them between steps), the others commit through ``ctx.commit`` (a cancel stops
 them right before the commit). The confirm steps of expire and orphan removal run exactly
@@ -23,11 +23,12 @@ from typing import Any
 import pyarrow.parquet as pq
 from django.conf import settings
 
-from explorer import selectors, services
-from explorer.catalogs import catalog_call
+from explorer.catalogs import LOCAL_CATALOG, catalog_call
 from explorer.errors import TableChangedSinceDryRun
 from explorer.models import TaskRun
-from explorer.selectors_changes import (
+from explorer.tables import selectors
+from explorer.tasks import lifecycle
+from explorer.tasks.changes import (
     MANAGE_CHANGES,
     capped,
     compaction_engine,
@@ -35,11 +36,10 @@ from explorer.selectors_changes import (
     evolve_stage,
     manage_stage,
 )
-from explorer.task_runtime import RunContext
+from explorer.tasks.runtime import RunContext
 from explorer.values import CsvWriter
 from floe.catalog.base import Catalog, TableIdentifier
 from floe.io.parquet import schema_to_arrow
-from floe.scan.readers import read_plan
 from floe.maintenance import Progress
 from floe.maintenance.compaction import CompactionResult, compact
 from floe.maintenance.expire import ExpireResult, expire_snapshots
@@ -49,6 +49,7 @@ from floe.maintenance.rewrite_manifests import rewrite_manifests
 from floe.metadata import TableMetadata
 from floe.properties import MAX_SNAPSHOT_AGE_MS, MAX_SNAPSHOT_AGE_MS_DEFAULT, int_property
 from floe.scan import plan_files
+from floe.scan.readers import read_plan
 from floe.table import Table
 
 __all__ = ["RUNNERS", "runner_for"]
@@ -74,7 +75,7 @@ def _state(table: Table) -> dict[str, Any]:
 
 def refresh_table_stats(ctx: RunContext) -> dict[str, Any]:
     p = ctx.params
-    return services.table_stats_refresh(
+    return table_stats_refresh(
         catalog_name=p.get("catalog", "local"), namespace=p.get("namespace") or None,
         on_progress=ctx.on_progress)
 
@@ -187,7 +188,7 @@ def export(ctx: RunContext) -> dict[str, Any]:
         shutil.rmtree(directory, ignore_errors=True)
         raise
     relative = str(final.relative_to(settings.FLOE_EXPORT_DIR))
-    services.task_run_artifact(task_run_id=run.pk, artifact=relative)
+    lifecycle.task_run_artifact(task_run_id=run.pk, artifact=relative)
     return {"file": name, "format": fmt, "rows": rows, "bytes": final.stat().st_size,
             "snapshot_id": plan.snapshot_id,
             "metadata_location": table.metadata_location,
@@ -458,3 +459,40 @@ assert set(RUNNERS) == set(K.values), "every TaskRun.Kind needs a runner"
 
 def runner_for(kind: str) -> Runner:
     return RUNNERS[kind]
+
+
+# --- work of the refresh_table_stats task ---------------------------------------------------------
+
+# Broken tables named in a task result, at most (the result is a JSON column).
+MAX_LISTED_ERRORS = 100
+
+
+def table_stats_refresh(
+    *, catalog_name: str = LOCAL_CATALOG, namespace: str | None = None,
+    on_progress: Callable[[Progress], None] = lambda _: None,
+) -> dict[str, Any]:
+    """Read the current metadata of every table (or every table of one namespace) and total
+    their snapshot summaries. Reads only; changes no table."""
+    catalog = selectors.catalog_get(name=catalog_name)
+    refs = selectors.catalog_table_refs(catalog=catalog.name, namespace=namespace)
+    totals = {"data_files": 0, "delete_files": 0, "records": 0, "files_size": 0}
+    broken: list[dict[str, str]] = []
+    broken_count = 0
+    for done, ref in enumerate(refs, start=1):
+        (row,) = selectors.table_rows(refs=[ref])
+        if row.error is not None:
+            broken_count += 1
+            if len(broken) < MAX_LISTED_ERRORS:
+                broken.append({"table": row.identifier, "error": row.error})
+        else:
+            for key in totals:
+                totals[key] += getattr(row, key) or 0
+        on_progress(Progress("reading tables", done, len(refs), ref.identifier))
+    return {
+        "catalog": catalog.name,
+        "namespace": namespace,
+        "tables": len(refs),
+        "broken_tables": broken_count,
+        "totals": totals,
+        "errors": broken,
+    }

@@ -3,16 +3,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from django import forms
 from django.conf import settings
 from django.core.paginator import Page, Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from explorer import permissions, selectors
-from explorer.auth import read_access_required
-from explorer.forms import TableSearchForm
+from explorer.access import permissions
+from explorer.access.auth import read_access_required
 from explorer.sorting import by_key, parse_sort, sort_rows
+from explorer.tables import selectors
 
+
+class TableSearchForm(forms.Form):
+    q = forms.CharField(required=False, max_length=200, strip=True)
 
 #: The table lists' sorts (explorer.sorting), within each catalog and namespace.
 TABLE_SORTS = ("name", "format_version", "data_files", "delete_files", "records", "files_size")

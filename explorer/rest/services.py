@@ -2,7 +2,7 @@
 :class:`floe.rest_server.RestServer` over the explorer's catalogs, who may do what (the
 explorer's roles), and the audit trail of what REST clients changed.
 
-Roles per catalog (:mod:`explorer.permissions`): a viewer loads and lists; a maintainer also
+Roles per catalog (:mod:`explorer.access.permissions`): a viewer loads and lists; a maintainer also
 commits, creates, registers, renames and drops tables; an admin also creates, drops and
 changes namespaces and drops tables with purge. Every change is an :class:`AuditEntry`
 (``actor_via`` ``rest``, actions :data:`explorer.models.REST_ACTIONS`) with the user, the
@@ -28,7 +28,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from explorer import permissions
+from explorer.access import permissions
 from explorer.catalogs import catalog_get, catalog_storage_properties
 from explorer.models import AuditEntry, EngineReport
 from floe.rest_server import (

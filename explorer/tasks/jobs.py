@@ -1,11 +1,11 @@
 """Celery tasks: one that runs any TaskRun by id, and the periodic reaper.
 
 :func:`run_task` takes a TaskRun id, claims the row with a conditional UPDATE and keeps state
-and progress in it (:mod:`explorer.task_runtime`); a task whose row is gone, cancelled or
+and progress in it (:mod:`explorer.tasks.runtime`); a task whose row is gone, cancelled or
 already claimed returns at once, so a redelivered message (``acks_late``) never runs the work
 twice. Time limits are the settings' (``FLOE_TASK_SOFT_TIME_LIMIT``, ``FLOE_TASK_TIME_LIMIT``):
 the soft one fails the run, the hard one kills the process (the reaper then fails the run).
-Retries happen inside the run, on CommitConflict only (:class:`explorer.task_kinds.KindSpec`).
+Retries happen inside the run, on CommitConflict only (:class:`explorer.tasks.kinds.KindSpec`).
 
 :func:`reap` runs every ``FLOE_REAPER_INTERVAL`` seconds from Celery beat, embedded in the
 worker ``explorer.run`` starts (``-B``).
@@ -19,9 +19,9 @@ from typing import Any
 from celery import shared_task
 from django.conf import settings
 
-from explorer import services
-from explorer.task_runners import runner_for
-from explorer.task_runtime import execute
+from explorer.tasks import lifecycle
+from explorer.tasks.runners import runner_for
+from explorer.tasks.runtime import execute
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ refresh_table_stats = run_task
 
 @shared_task(name="explorer.tasks.reap", ignore_result=True, acks_late=False)
 def reap() -> dict[str, int]:
-    done = services.task_runs_reap()
+    done = lifecycle.task_runs_reap()
     if any(done.values()):
         logger.info("reaper: %s", done)
     return done

@@ -28,7 +28,7 @@ Kinds and their parameters (besides the table):
 ``tag_remove``                  ``name``
 ``ref_retention``               ``name``, at least one of the three retention settings
 ``evolve``                      ``changes`` (``floe evolve``'s sub-commands as objects, see
-                                :data:`explorer.selectors_changes.EVOLVE_OPS`),
+                                :data:`explorer.tasks.changes.EVOLVE_OPS`),
                                 ``allow_incompatible``?
 ``delete_rows``                 ``filter``, ``mode``? (copy-on-write / merge-on-read),
                                 ``branch``?
@@ -55,12 +55,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from explorer import selectors
-from explorer import selectors_scan as scan
 from explorer.catalogs import LOCAL_CATALOG, catalog_info
 from explorer.errors import TableChangedSinceDryRun, TaskParamsInvalid
 from explorer.models import TaskRun
-from explorer.selectors_changes import (
+from explorer.tables import scan, selectors
+from explorer.tasks.changes import (
     EVOLVE_OPS,
     MANAGE_CHANGES,
     compaction_engine,

@@ -1,6 +1,6 @@
 """A table's "Scans & commits" tab: the metrics reports engines sent through the Iceberg REST
 catalog (and the ones Floe's own scan planning made), read by
-:mod:`explorer.selectors_reports`. Viewers see it, as every read page of the table."""
+:mod:`explorer.tables.reports`. Viewers see it, as every read page of the table."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from explorer import selectors
-from explorer.auth import read_access_required
+from explorer.access.auth import read_access_required
 from explorer.models import EngineReport
-from explorer.selectors_reports import table_report_engines, table_reports
+from explorer.tables import selectors
+from explorer.tables.reports import table_report_engines, table_reports
 
 
 @read_access_required

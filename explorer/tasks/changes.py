@@ -3,8 +3,8 @@ makes of the table (with the compatibility verdict), which files a delete remove
 and how many rows it deletes (an estimate), which file groups a compaction rewrites and on
 which engine. Nothing is written.
 
-Each takes the :class:`floe.table.Table` of :func:`explorer.selectors.table_load` and the task's
-validated parameters (:mod:`explorer.task_kinds`), so a preview and the run it precedes read
+Each takes the :class:`floe.table.Table` of :func:`explorer.tables.selectors.table_load` and the task's
+validated parameters (:mod:`explorer.tasks.kinds`), so a preview and the run it precedes read
 the same parameters the same way. Lists are capped (:data:`LIST_CAP`) and come with counts.
 """
 
@@ -91,7 +91,7 @@ def _rollback(ms: ManageSnapshots, p: Mapping[str, Any]) -> None:
 
 
 #: The snapshot-management kinds and the change each stages on a transaction's
-#: ManageSnapshots, from the kind's validated parameters (explorer.task_kinds).
+#: ManageSnapshots, from the kind's validated parameters (explorer.tasks.kinds).
 MANAGE_CHANGES: dict[str, Callable[[ManageSnapshots, Mapping[str, Any]], Any]] = {
     "rollback": _rollback,
     "set_current": lambda ms, p: ms.set_current(p["snapshot_id"]),

@@ -29,10 +29,11 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connections
 
-from explorer import selectors, services
 from explorer.models import TaskRun
-from explorer.task_kinds import KINDS
-from explorer.task_outcomes import milestone
+from explorer.tables import selectors
+from explorer.tasks import lifecycle
+from explorer.tasks.kinds import KINDS
+from explorer.tasks.outcomes import milestone
 from floe.catalog.config import redact
 from floe.errors import CommitConflict, FloeError
 from floe.maintenance import Cancelled, Progress
@@ -77,7 +78,7 @@ class RunContext:
         self._lock = threading.Lock()
         self._latest: Progress | None = None
         self._written: Progress | None = None
-        # the latest report of each stage, oldest stage first (explorer.task_outcomes.milestone)
+        # the latest report of each stage, oldest stage first (explorer.tasks.outcomes.milestone)
         self._stages: dict[str, Progress] = {}
         self._last_beat = 0.0
         self._cancel = threading.Event()
@@ -112,7 +113,7 @@ class RunContext:
         """Raise Cancelled when a cancel was requested (``fresh``: asked of the database now,
         not as of the last heartbeat)."""
         if fresh:
-            self._cancel_seen(services.task_run_wanted(task_run_id=self.run_id))
+            self._cancel_seen(lifecycle.task_run_wanted(task_run_id=self.run_id))
         if self._cancel.is_set():
             raise Cancelled(f"task run {self.run_id} was cancelled")
 
@@ -137,7 +138,7 @@ class RunContext:
             latest = self._latest
         changed = latest is not None and latest != self._written
         try:
-            wanted = services.task_run_beat(task_run_id=self.run_id,
+            wanted = lifecycle.task_run_beat(task_run_id=self.run_id,
                                             progress=latest if changed else None)
         except Exception:  # a busy database must not kill the run; the next beat retries
             logger.warning("task run %s: heartbeat failed", self.run_id, exc_info=True)
@@ -188,14 +189,14 @@ def execute(task_run_id: int, *, threaded: bool,
             soft_time_limit: float | None = None) -> None:
     """Claim and run a task run; record the outcome (and the audit entry of a change).
     ``soft_time_limit`` (seconds from the claim) is also checked at every progress report."""
-    run = services.task_run_claim(task_run_id=task_run_id)
+    run = lifecycle.task_run_claim(task_run_id=task_run_id)
     if run is None:
         logger.info("task run %s is gone or already claimed", task_run_id)
         return
     spec = KINDS[run.kind]
     if spec.table_scoped:
         before, snapshot = _after(run)
-        services.task_run_started(task_run_id=run.pk, metadata_before=before,
+        lifecycle.task_run_started(task_run_id=run.pk, metadata_before=before,
                                   snapshot_before=snapshot)
         run.refresh_from_db()
     ctx = RunContext(run, threaded=threaded, soft_time_limit=soft_time_limit)
@@ -211,7 +212,7 @@ def execute(task_run_id: int, *, threaded: bool,
                 if not spec.retry_on_conflict or attempt > settings.FLOE_TASK_CONFLICT_RETRIES:
                     raise
                 logger.info("task run %s: %s; running it again", run.pk, exc)
-                services.task_run_attempt_failed(
+                lifecycle.task_run_attempt_failed(
                     task_run_id=run.pk, error=f"{_one_line(exc)} (attempt {attempt}; running "
                                               "it again)")
                 time.sleep(CONFLICT_BACKOFF * attempt)
@@ -220,13 +221,13 @@ def execute(task_run_id: int, *, threaded: bool,
             break
     except Cancelled:
         ctx.stop()
-        services.task_run_finish(task_run_id=run.pk, state=TaskRun.State.CANCELLED,
+        lifecycle.task_run_finish(task_run_id=run.pk, state=TaskRun.State.CANCELLED,
                                  error="cancelled", after=_after(run) if spec.table_scoped
                                  else None, progress=ctx.milestone())
         return
     except SoftTimeLimitExceeded:
         ctx.stop()
-        services.task_run_finish(
+        lifecycle.task_run_finish(
             task_run_id=run.pk, state=TaskRun.State.FAILED,
             error="stopped: the soft time limit (FLOE_TASK_SOFT_TIME_LIMIT) was exceeded",
             after=_after(run) if spec.table_scoped else None, progress=ctx.milestone())
@@ -235,13 +236,13 @@ def execute(task_run_id: int, *, threaded: bool,
         ctx.stop()
         if not isinstance(exc, FloeError):
             logger.exception("task run %s failed", run.pk)
-        services.task_run_finish(task_run_id=run.pk, state=TaskRun.State.FAILED,
+        lifecycle.task_run_finish(task_run_id=run.pk, state=TaskRun.State.FAILED,
                                  error=_one_line(exc) if isinstance(exc, FloeError)
                                  else f"{type(exc).__name__}: {redact(str(exc))}",
                                  after=_after(run) if spec.table_scoped else None,
                                  progress=ctx.milestone())
         return
     ctx.stop()
-    services.task_run_finish(task_run_id=run.pk, state=TaskRun.State.SUCCEEDED, result=result,
+    lifecycle.task_run_finish(task_run_id=run.pk, state=TaskRun.State.SUCCEEDED, result=result,
                              after=_after(run) if spec.table_scoped else None,
                              progress=ctx.milestone())

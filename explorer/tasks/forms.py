@@ -5,19 +5,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from django import forms
 from django.http import QueryDict
 
 from explorer.errors import TaskParamsInvalid
 
-
-class TableSearchForm(forms.Form):
-    q = forms.CharField(required=False, max_length=200, strip=True)
-
-
 # --- the action forms of a table's Actions page ---------------------------------------------------
 # One form per task kind, as field specs the page renders and :func:`task_params` turns into
-# the kind's JSON parameters. Validation is the kind's (explorer.task_kinds), the same as the
+# the kind's JSON parameters. Validation is the kind's (explorer.tasks.kinds), the same as the
 # API's: these only convert form text into JSON types (an empty field is left out).
 
 
@@ -130,7 +124,7 @@ ACTION_FORM_BY_KIND = {f.kind: f for f in ACTION_FORMS}
 # A change per row instead of typed JSON: the operation, what it acts on (a column path, a
 # partition term or field, a sort order), a value (a type, a new name, a partition field's
 # name), a doc, a position and whether an added column is required. Each row becomes one of
-# the evolve kind's JSON change objects (explorer.selectors_changes.EVOLVE_OPS).
+# the evolve kind's JSON change objects (explorer.tasks.changes.EVOLVE_OPS).
 
 #: The inputs of a change row, posted as ``changes-<row>-<input>`` (rows numbered from 0;
 #: inputs an operation does not use may be left out, as browsers leave out disabled ones).
@@ -178,7 +172,7 @@ CHANGE_OP_BY_NAME = {c.op: c for c in CHANGE_OPS}
 
 def _check_change_ops() -> None:
     """Every evolve op has a row form, filling only fields the op takes (EVOLVE_OPS)."""
-    from explorer.selectors_changes import EVOLVE_OPS
+    from explorer.tasks.changes import EVOLVE_OPS
 
     assert set(CHANGE_OP_BY_NAME) == set(EVOLVE_OPS), "a row form per evolve op"
     for c in CHANGE_OPS:

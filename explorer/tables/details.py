@@ -1,6 +1,6 @@
 """Reads for one table's pages and API: overview, health, timeline, snapshots, manifests,
 files, history and diffs. Every function takes the :class:`floe.table.Table` that
-:func:`explorer.selectors.table_load` opened and reads through its ``io`` (which refuses
+:func:`explorer.tables.selectors.table_load` opened and reads through its ``io`` (which refuses
 files outside the catalog's warehouse).
 
 Every number comes from :mod:`floe.inspect` / :mod:`floe.diff` / :mod:`floe.health` (what the
@@ -20,17 +20,17 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from explorer import selectors
 from explorer.cache import CACHE
 from explorer.catalogs import table_moved
-from explorer.units import sizes_in_text
 from explorer.sorting import by_key, sort_rows
+from explorer.tables import selectors
+from explorer.units import sizes_in_text
 from floe import inspect
 from floe.diff import schema_for_snapshot, schema_history, snapshot_diff, spec_history
 from floe.errors import FloeError, NotFound, ValidationError
 from floe.health import table_health
-from floe.live_rows import live_rows
 from floe.inspect import file_row
+from floe.live_rows import live_rows
 from floe.manifest import (
     ManifestContent,
     ManifestEntry,

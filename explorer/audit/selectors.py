@@ -1,7 +1,7 @@
 """Reads of the explorer's own records: task runs, the audit trail, a table's audit (Floe's
 entries merged with the table's own history, so commits by other engines are not lost from
 view), grants. Each list is filtered to the catalogs the user may read
-(:func:`explorer.permissions.visible_catalogs`).
+(:func:`explorer.access.permissions.visible_catalogs`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from explorer import permissions
+from explorer.access import permissions
 from explorer.models import REST_ACTIONS, REST_TABLE_ACTIONS, AuditEntry, CatalogGrant, TaskRun
 from floe.diff import metadata_changes
 from floe.errors import FloeError, NotFound, ValidationError

@@ -13,7 +13,6 @@ files of the group it was writing), which the worker stores when the run ends
 from __future__ import annotations
 
 import re
-
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -240,7 +239,7 @@ def _cancelled(run: Any) -> str:
     return "Cancelled"
 
 
-#: The class name a stored error starts with (explorer.task_runtime writes "Name: message").
+#: The class name a stored error starts with (explorer.tasks.runtime writes "Name: message").
 _ERROR_CLASS = re.compile(r"^[A-Z]\w*: ")
 
 

@@ -1,6 +1,6 @@
 """Pages: partitions of a snapshot, the scan-plan visualiser, the time-travel preview.
 
-Thin views: parse the query string, call :mod:`explorer.selectors_scan`, render. Domain
+Thin views: parse the query string, call :mod:`explorer.tables.scan`, render. Domain
 errors (unknown table or snapshot, unreadable manifest) go to the one mapping in
 ``explorer.middleware``; a bad filter is shown next to the form it was typed in, with a 400.
 """
@@ -16,9 +16,8 @@ from django.shortcuts import render
 from django.urls import path
 from django.views.decorators.http import require_GET
 
-from explorer import selectors
-from explorer import selectors_scan as scan
-from explorer.auth import expensive_read, read_access_required
+from explorer.access.auth import expensive_read, read_access_required
+from explorer.tables import scan, selectors
 from explorer.units import size_text
 from explorer.values import json_text, rows_text
 from floe.errors import ValidationError

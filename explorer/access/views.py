@@ -3,8 +3,8 @@ more (who the admins are, how the first admin is made); ``/access/manage/`` is w
 create and deactivate users, grant and revoke roles per catalog and create or revoke API
 tokens (the key shown once).
 
-Thin: every decision is :mod:`explorer.permissions`' (non-admins get 403 on every page and
-POST of ``/access/manage/``), every change is a service of :mod:`explorer.services` (the same
+Thin: every decision is :mod:`explorer.access.permissions`' (non-admins get 403 on every page and
+POST of ``/access/manage/``), every change is a service of :mod:`explorer.access.services` (the same
 ``grant_add`` / ``grant_remove`` as ``/api/grants/``, the same grant as ``manage.py
 floe_grant``), which writes the audit entry. Forms carry Django's CSRF token.
 """
@@ -21,7 +21,8 @@ from django.shortcuts import redirect, render
 from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
-from explorer import permissions, selectors_access, services
+from explorer.access import permissions, services
+from explorer.access import selectors as selectors_access
 from explorer.models import CatalogGrant
 from floe.errors import ValidationError
 

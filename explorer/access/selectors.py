@@ -1,7 +1,7 @@
 """Reads about access: who may do what on which catalog, said to the person asking (their
 roles, who administers a catalog, why the Actions tab is not theirs and how to get it), and,
 for admins, the users with their roles and API tokens. Decisions stay in
-:mod:`explorer.permissions`; changes are :mod:`explorer.services`'."""
+:mod:`explorer.access.permissions`; changes are :mod:`explorer.access.services`'."""
 
 from __future__ import annotations
 
@@ -14,13 +14,14 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q
 from django.urls import reverse
 
-from explorer import permissions, selectors
+from explorer.access import permissions
 from explorer.models import CatalogGrant
+from explorer.tables import selectors
 
 __all__ = ["CatalogAccess", "UserRow", "access_of", "actions_hint", "catalog_admins",
            "grant_catalogs", "users_list"]
 
-#: What each role allows, as the pages say it (explorer.permissions decides).
+#: What each role allows, as the pages say it (explorer.access.permissions decides).
 ROLE_ALLOWS = {
     "none": "nothing on this catalog",
     "viewer": "read its tables, task runs and audit trail",

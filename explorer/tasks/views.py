@@ -3,8 +3,8 @@ compaction), the task pages (all runs, per table, per user; one run with its liv
 its cancel button and, for a dry run, its confirm step), and a table's audit page.
 
 Thin: every decision is the services' and permissions' (a viewer's POST is 403 from
-``explorer.permissions`` whatever the page shows), every parameter is checked by
-``explorer.task_kinds`` exactly as for the API. Forms carry Django's CSRF token.
+``explorer.access.permissions`` whatever the page shows), every parameter is checked by
+``explorer.tasks.kinds`` exactly as for the API. Forms carry Django's CSRF token.
 """
 
 from __future__ import annotations
@@ -21,19 +21,23 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from explorer import permissions, ratelimit, selectors, services, task_kinds
-from explorer import selectors_table as st
-from explorer.auth import read_access_required
-from explorer.errors import TaskParamsInvalid
-from explorer.forms import ACTION_FORM_BY_KIND, ACTION_FORMS, form_values, task_params
-from explorer.models import REST_TABLE_ACTIONS, TaskRun
-from explorer.selectors_audit import (
+from explorer import ratelimit
+from explorer.access import permissions
+from explorer.access.auth import read_access_required
+from explorer.audit.selectors import (
     audit_rows_described,
     table_audit,
     task_run_get,
     task_runs,
     time_parse,
 )
+from explorer.errors import TaskParamsInvalid
+from explorer.models import REST_TABLE_ACTIONS, TaskRun
+from explorer.tables import details as st
+from explorer.tables import selectors
+from explorer.tasks import kinds as task_kinds
+from explorer.tasks import services
+from explorer.tasks.forms import ACTION_FORM_BY_KIND, ACTION_FORMS, form_values, task_params
 from floe.errors import NotFound, ValidationError
 from floe.schema import Schema
 

@@ -1,0 +1,1 @@
+"""The audit trail: who changed what, written (``record``) and read (``selectors``)."""
