@@ -136,10 +136,12 @@ PyIceberg 0.12
 
 from __future__ import annotations
 
+import base64
 import ctypes
 import datetime
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -160,7 +162,7 @@ import pytest
 if TYPE_CHECKING:
     import duckdb
     import pyarrow.fs
-    from obstore.store import S3Store
+    from obstore.store import AzureStore, S3Store
     from pyiceberg.catalog.rest import RestCatalog
     from pyiceberg.catalog.sql import SqlCatalog
 
@@ -239,18 +241,14 @@ def http_json(method: str, url: str, *, headers: dict[str, str] | None = None,
 
 
 @dataclass(kw_only=True)
-class S3Server:
-    """A local S3 server process: where it answers, with which credentials, and its ordinary
-    bucket. ``stop()`` / ``start()`` restart it on the same ports (and data, where it keeps
-    any); ``process`` is the running server, for SIGSTOP / SIGKILL in fault tests."""
+class ServerProcess:
+    """A local storage server process and where it answers. ``stop()`` / ``start()`` restart
+    it on the same ports (and data, where it keeps any); ``process`` is the running server,
+    for SIGSTOP / SIGKILL in fault tests."""
 
     name: str
     port: int
-    access_key: str
-    secret_key: str
-    bucket: str
     log_path: Path
-    region: str = REGION
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     startup_seconds: float = field(default=0.0, init=False)
     _log: IO[bytes] | None = field(default=None, init=False, repr=False)
@@ -264,22 +262,12 @@ class S3Server:
     def endpoint(self) -> str:
         return f"http://{self.host_port}"
 
-    def s3_properties(self) -> dict[str, str]:
-        """The server under PyIceberg's FileIO property names (the names Floe's catalogs take)."""
-        return {
-            "s3.endpoint": self.endpoint,
-            "s3.access-key-id": self.access_key,
-            "s3.secret-access-key": self.secret_key,
-            "s3.region": self.region,
-            "s3.path-style-access": "true",
-        }
-
     def command(self) -> list[str]:
         raise NotImplementedError
 
     def environment(self) -> dict[str, str]:
-        # the caller's AWS settings (a profile, a region) must not reach the test servers
-        return {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        # the caller's cloud settings (an AWS profile, a region) must not reach the servers
+        return {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "AZURE_"))}
 
     def wait_ready(self, deadline: float) -> None:
         raise NotImplementedError
@@ -388,6 +376,26 @@ class S3Server:
     def _port_answers(self, port: int) -> bool:
         with socket.create_connection((LOOPBACK, port), timeout=1):
             return True
+
+
+@dataclass(kw_only=True)
+class S3Server(ServerProcess):
+    """A local S3 server: with which credentials, and its ordinary bucket."""
+
+    access_key: str
+    secret_key: str
+    bucket: str
+    region: str = REGION
+
+    def s3_properties(self) -> dict[str, str]:
+        """The server under PyIceberg's FileIO property names (the names Floe's catalogs take)."""
+        return {
+            "s3.endpoint": self.endpoint,
+            "s3.access-key-id": self.access_key,
+            "s3.secret-access-key": self.secret_key,
+            "s3.region": self.region,
+            "s3.path-style-access": "true",
+        }
 
     def _bucket_exists(self, bucket: str) -> bool:
         from pyarrow import fs
@@ -545,6 +553,87 @@ class MotoS3(S3Server):
         return self._bucket_exists(self.bucket)
 
 
+@dataclass(kw_only=True)
+class Azurite(ServerProcess):
+    """Azurite's Blob service (npm ``azurite``, pinned in scripts/azurite/): one storage
+    account ``account`` with key ``account_key``, served by path
+    (``http://127.0.0.1:PORT/<account>/<container>/<blob>``), and its ``container``. In
+    memory: a restart starts empty (``start()`` re-creates the container)."""
+
+    install_dir: Path
+    account: str
+    account_key: str
+    container: str
+
+    @classmethod
+    def create(cls, install_dir: Path, log_dir: Path = ARTIFACTS) -> Azurite:
+        (port,) = _free_ports(1, with_grpc=False)
+        return cls(name="Azurite", port=port, install_dir=install_dir,
+                   # an account name is 3-24 lower-case letters and digits; a key is base64
+                   account="floetest",
+                   account_key=base64.b64encode(b"floe-azure-SECRET-6f1ed002ab5595859014eb"
+                                                b"f0951522d9").decode(),
+                   container="floe-az", log_path=log_dir / f"azurite-{port}.log")
+
+    @property
+    def account_endpoint(self) -> str:
+        """The account's Blob endpoint, as a connection string's ``BlobEndpoint``."""
+        return f"{self.endpoint}/{self.account}"
+
+    def location(self, path: str = "") -> str:
+        """``abfss://<container>@<account>.dfs.core.windows.net/<path>``, as Azure writes it."""
+        return f"abfss://{self.container}@{self.account}.dfs.core.windows.net/{path}"
+
+    def adls_properties(self) -> dict[str, str]:
+        """The account under PyIceberg's ``adls.*`` names (its pyarrow FileIO's for an
+        emulator: the blob service's authority and scheme)."""
+        return {
+            "adls.account-name": self.account,
+            "adls.account-key": self.account_key,
+            "adls.blob-storage-authority": self.host_port,
+            "adls.blob-storage-scheme": "http",
+            "adls.dfs-storage-authority": self.host_port,
+            "adls.dfs-storage-scheme": "http",
+        }
+
+    def connection_string(self) -> str:
+        return (f"DefaultEndpointsProtocol=http;AccountName={self.account};"
+                f"AccountKey={self.account_key};BlobEndpoint={self.account_endpoint};")
+
+    def command(self) -> list[str]:
+        node = shutil.which("node")
+        if node is None:
+            raise RuntimeError("node is not installed: Azurite needs node 20 or later")
+        main = self.install_dir / "node_modules" / "azurite" / "dist" / "src" / "blob" / "main.js"
+        return [node, str(main), "--blobHost", LOOPBACK, "--blobPort", str(self.port),
+                "--inMemoryPersistence", "--skipApiVersionCheck", "--disableTelemetry"]
+
+    def environment(self) -> dict[str, str]:
+        env = super().environment()
+        env["AZURITE_ACCOUNTS"] = f"{self.account}:{self.account_key}"
+        return env
+
+    def wait_ready(self, deadline: float) -> None:
+        self._poll(deadline, "blob port", lambda: self._port_answers(self.port))
+        self._poll(deadline, f"container {self.container}", self._create_container)
+
+    def _create_container(self) -> bool:
+        from pyarrow import fs
+
+        azure = pyarrow_azure(self)
+        azure.create_dir(self.container)
+        return bool(azure.get_file_info(self.container).type == fs.FileType.Directory)
+
+
+def azurite_install_dir() -> Path:
+    """Where scripts/install-azurite.sh installed Azurite (it installs it on first use)."""
+    script = Path(__file__).resolve().parents[1] / "scripts" / "install-azurite.sh"
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"{script.name} failed: {done.stderr.strip()[-2000:]}")
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
 # -- clients --------------------------------------------------------------------------------
 
 def pyarrow_s3(server: S3Server, *, access_key: str | None = None,
@@ -572,6 +661,31 @@ def obstore_s3(server: S3Server, bucket: str | None = None, *, access_key: str |
         access_key_id=access_key or server.access_key,
         secret_access_key=secret_key or server.secret_key,
         virtual_hosted_style_request=False, client_options={"allow_http": True},
+        retry_config={"max_retries": 0, "retry_timeout": datetime.timedelta(seconds=5)},
+    )
+
+
+def pyarrow_azure(server: Azurite, *, account_key: str | None = None
+                  ) -> pyarrow.fs.AzureFileSystem:
+    """pyarrow's Azure file system on ``server`` (paths are ``container/blob``);
+    ``account_key`` replaces the server's."""
+    from pyarrow import fs
+
+    return fs.AzureFileSystem(
+        account_name=server.account, account_key=account_key or server.account_key,
+        blob_storage_authority=server.host_port, blob_storage_scheme="http",
+        dfs_storage_authority=server.host_port, dfs_storage_scheme="http")
+
+
+def obstore_azure(server: Azurite, *, account_key: str | None = None) -> AzureStore:
+    """obstore's Azure store on ``server``'s container (keys relative to it), no retries;
+    ``account_key`` replaces the server's."""
+    from obstore.store import AzureStore
+
+    return AzureStore(
+        container_name=server.container, account_name=server.account,
+        account_key=account_key or server.account_key, endpoint=server.account_endpoint,
+        client_options={"allow_http": True},
         retry_config={"max_retries": 0, "retry_timeout": datetime.timedelta(seconds=5)},
     )
 
@@ -644,7 +758,7 @@ def pyiceberg_sql_catalog(server: S3Server, database: Path, warehouse: str,
 
 # -- fixtures (registered in tests/conftest.py) ---------------------------------------------
 
-Server = TypeVar("Server", bound=S3Server)
+Server = TypeVar("Server", bound=ServerProcess)
 
 
 def _started(server: Server) -> Iterator[Server]:
@@ -672,3 +786,14 @@ def seaweedfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedFS]:
 def moto_s3() -> Iterator[MotoS3]:
     """moto_server (a second S3, in memory) for the session, stopped at its end."""
     yield from _started(MotoS3.create())
+
+
+@pytest.fixture(scope="session")
+def azurite() -> Iterator[Azurite]:
+    """Azurite's Blob service (in memory) for the session, stopped at its end; installed by
+    scripts/install-azurite.sh on first use."""
+    try:
+        install_dir = azurite_install_dir()
+    except Exception as e:  # noqa: BLE001 - no emulator: the tests that need it fail
+        pytest.fail(f"could not install Azurite: {e}", pytrace=False)
+    yield from _started(Azurite.create(install_dir))

@@ -15,6 +15,7 @@ import pytest
 from tests.object_store import (
     GRPC_OFFSET,
     LOOPBACK,
+    Azurite,
     MotoS3,
     S3Server,
     SeaweedFS,
@@ -22,7 +23,9 @@ from tests.object_store import (
     duckdb_connect,
     duckdb_extension_path,
     http_json,
+    obstore_azure,
     obstore_s3,
+    pyarrow_azure,
     pyarrow_s3,
     pyiceberg_rest_catalog,
     pyiceberg_sql_catalog,
@@ -85,6 +88,11 @@ def test_seaweedfs_listens_only_on_loopback_on_the_ports_it_was_given(
 def test_moto_listens_only_on_loopback(moto_s3: MotoS3) -> None:
     assert moto_s3.process is not None
     assert _listening_sockets(moto_s3.process.pid) == {(LOOPBACK, moto_s3.port)}
+
+
+def test_azurite_listens_only_on_loopback(azurite: Azurite) -> None:
+    assert azurite.process is not None
+    assert _listening_sockets(azurite.process.pid) == {(LOOPBACK, azurite.port)}
 
 
 # -- SeaweedFS's REST catalog: configuration and auth ----------------------------------------
@@ -582,3 +590,84 @@ def test_moto_restart_starts_empty(moto_s3: MotoS3) -> None:
     moto_s3.restart()
     assert obstore.list(obstore_s3(moto_s3), prefix=key).collect() == []
     obstore.put(obstore_s3(moto_s3), key, b"y")  # the bucket is there again
+
+
+# -- Azurite ----------------------------------------------------------------------------------
+
+def test_azurite_obstore_and_pyarrow_see_the_same_blobs(azurite: Azurite) -> None:
+    import obstore
+
+    store = obstore_azure(azurite)
+    fs = pyarrow_azure(azurite)
+    prefix = unique_name("az")
+    obstore.put(store, f"{prefix}/a.bin", b"0123456789")
+    with fs.open_output_stream(f"{azurite.container}/{prefix}/b/c.bin") as out:
+        out.write(b"xyz")
+    assert sorted(m["path"] for m in obstore.list(store, prefix=prefix).collect()) == [
+        f"{prefix}/a.bin", f"{prefix}/b/c.bin"]
+    listed = obstore.list_with_delimiter(store, prefix)
+    assert listed["common_prefixes"] == [f"{prefix}/b"]
+    assert [m["path"] for m in listed["objects"]] == [f"{prefix}/a.bin"]
+    with fs.open_input_file(f"{azurite.container}/{prefix}/a.bin") as f:
+        assert f.read_at(4, 3) == b"3456"
+    assert bytes(obstore.get_range(store, f"{prefix}/b/c.bin", start=1, end=3)) == b"yz"
+    obstore.delete(store, [f"{prefix}/a.bin", f"{prefix}/b/c.bin"])
+    assert obstore.list(store, prefix=prefix).collect() == []
+
+
+def test_azurite_conditional_create_refuses_an_existing_blob(azurite: Azurite) -> None:
+    """``If-None-Match: *`` on Put Blob is 409 ``BlobAlreadyExists`` (S3 answers 412): a
+    file-system catalog in a container can commit by a conditional create."""
+    import obstore
+    from obstore.exceptions import AlreadyExistsError, PreconditionError
+
+    store = obstore_azure(azurite)
+    key = f"{unique_name('inm')}/v1.metadata.json"
+    first = obstore.put(store, key, b"first", mode="create")
+    with pytest.raises(AlreadyExistsError, match="(?s)409 Conflict.*BlobAlreadyExists"):
+        obstore.put(store, key, b"second", mode="create")
+    second = obstore.put(store, key, b"two", mode={"e_tag": first["e_tag"]})
+    with pytest.raises(PreconditionError, match="412"):
+        obstore.put(store, key, b"three", mode={"e_tag": first["e_tag"]})
+    assert second["e_tag"] != first["e_tag"]
+    assert bytes(obstore.get(store, key).bytes()) == b"two"
+
+
+def test_azurite_batch_delete_names_a_missing_blob_and_deletes_the_others(
+        azurite: Azurite) -> None:
+    """object_store deletes Azure blobs by the Blob Batch API: a missing blob is a 404 in the
+    batch's answer, raised as NotFound, and the other blobs of the batch are gone."""
+    import obstore
+
+    store = obstore_azure(azurite)
+    prefix = unique_name("batch")
+    for name in ("a", "c"):
+        obstore.put(store, f"{prefix}/{name}", b"x")
+    with pytest.raises(FileNotFoundError, match=f"{prefix}/b"):
+        obstore.delete(store, [f"{prefix}/a", f"{prefix}/b", f"{prefix}/c"])
+    assert obstore.list(store, prefix=prefix).collect() == []
+
+
+def test_azurite_refuses_a_wrong_account_key(azurite: Azurite) -> None:
+    import base64
+
+    import obstore
+    from obstore.exceptions import PermissionDeniedError
+
+    wrong = base64.b64encode(b"not-the-key").decode()
+    with pytest.raises(PermissionDeniedError,
+                       match="(?s)403 Forbidden.*<Code>AuthorizationFailure</Code>"):
+        obstore.put(obstore_azure(azurite, account_key=wrong), "refused.txt", b"x")
+    with pytest.raises(OSError, match="403"):
+        pyarrow_azure(azurite, account_key=wrong).get_file_info(f"{azurite.container}/x")
+    assert obstore.list(obstore_azure(azurite), prefix="refused.txt").collect() == []
+
+
+def test_azurite_restart_starts_empty(azurite: Azurite) -> None:
+    import obstore
+
+    key = f"{unique_name('gone')}.bin"
+    obstore.put(obstore_azure(azurite), key, b"x")
+    azurite.restart()
+    assert obstore.list(obstore_azure(azurite), prefix=key).collect() == []
+    obstore.put(obstore_azure(azurite), key, b"y")  # the container is there again
