@@ -180,31 +180,79 @@ def gcs_config(props: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]
 
 def azure_config(props: Mapping[str, str], location: Location) -> tuple[dict[str, Any],
                                                                         dict[str, Any]]:
-    """(obstore Azure config, client options) from ``adls.*``; the account comes from the
-    location (``abfss://container@account.dfs.core.windows.net/...``) unless given."""
+    """(obstore Azure config, client options) from PyIceberg's ``adls.*`` properties; the
+    account comes from the location (``abfss://container@account.dfs.core.windows.net/...``)
+    unless ``adls.account-name`` or the connection string names it.
+
+    The Blob endpoint, first given wins: ``adls.connection-string``'s ``BlobEndpoint`` (or
+    ``DefaultEndpointsProtocol`` + ``EndpointSuffix``), ``adls.blob-storage-authority`` with
+    ``adls.blob-storage-scheme`` as PyIceberg's pyarrow FileIO reads them (an authority that
+    starts with a dot is a suffix after the account, ``.blob.core.chinacloudapi.cn``; any
+    other is a host serving accounts by path, an emulator such as Azurite:
+    ``http://127.0.0.1:10000/<account>``), ``adls.account-host`` as adlfs reads it
+    (``https://<host>``); else Azure's public cloud. object_store reaches ``abfss://``
+    locations through the Blob API, so the ``adls.dfs-*`` properties are not needed."""
     container, _, host = location.bucket.partition("@")
     config: dict[str, Any] = {"container_name": container}
     client: dict[str, Any] = {
         "connect_timeout": _seconds(props, "adls.connect-timeout", CONNECT_TIMEOUT_S),
         "timeout": _seconds(props, "adls.request-timeout", REQUEST_TIMEOUT_S)}
-    account = props.get("adls.account-name") or (host.split(".", 1)[0] if host else None)
+    conn = _connection_string(props.get("adls.connection-string") or "")
+    account = (props.get("adls.account-name") or conn.get("AccountName")
+               or (host.split(".", 1)[0] if host else None))
     if account:
         config["account_name"] = account
     for prop, key in (("adls.account-key", "account_key"), ("adls.sas-token", "sas_key"),
-                      ("adls.tenant-id", "tenant_id"), ("adls.client-id", "client_id"),
-                      ("adls.client-secret", "client_secret")):
+                      ("adls.token", "token"), ("adls.tenant-id", "tenant_id"),
+                      ("adls.client-id", "client_id"), ("adls.client-secret", "client_secret")):
         if props.get(prop):
             config[key] = props[prop]
-    conn = props.get("adls.connection-string")
-    if conn:
-        parts = dict(p.split("=", 1) for p in conn.split(";") if "=" in p)
-        for src, dst in (("AccountName", "account_name"), ("AccountKey", "account_key"),
-                         ("SharedAccessSignature", "sas_key"), ("BlobEndpoint", "endpoint")):
-            if parts.get(src):
-                config.setdefault(dst, parts[src])
-    if str(config.get("endpoint", "")).startswith("http://"):
-        client["allow_http"] = True
+    for src, dst in (("AccountKey", "account_key"), ("SharedAccessSignature", "sas_key")):
+        if conn.get(src):
+            config.setdefault(dst, conn[src])
+    if _bool(props, "adls.anon"):
+        config["skip_signature"] = True
+    endpoint = _azure_endpoint(props, conn, account)
+    if endpoint:
+        config["endpoint"] = endpoint
+        if endpoint.startswith("http://"):
+            client["allow_http"] = True  # a local emulator
     return config, client
+
+
+def _connection_string(text: str) -> dict[str, str]:
+    """``Key=Value;Key=Value`` (Azure's storage connection string) as a dict."""
+    parts: dict[str, str] = {}
+    for part in text.split(";"):
+        key, sep, value = part.partition("=")
+        if part.strip() and not sep:
+            raise ValidationError("adls.connection-string: expected Key=Value pairs separated "
+                                  "by ';'")
+        if sep:
+            parts[key.strip()] = value.strip()
+    return parts
+
+
+def _azure_endpoint(props: Mapping[str, str], conn: Mapping[str, str],
+                    account: str | None) -> str | None:
+    if conn.get("BlobEndpoint"):
+        return conn["BlobEndpoint"].rstrip("/")
+    if conn.get("EndpointSuffix") and account:
+        scheme = conn.get("DefaultEndpointsProtocol") or "https"
+        return f"{scheme}://{account}.blob.{conn['EndpointSuffix']}"
+    authority = props.get("adls.blob-storage-authority")
+    if authority:
+        scheme = props.get("adls.blob-storage-scheme") or "https"
+        if scheme not in ("http", "https"):
+            raise ValidationError(f"adls.blob-storage-scheme={scheme!r}: expected http or https")
+        if authority.startswith("."):
+            if not account:
+                raise ValidationError(f"adls.blob-storage-authority={authority!r} needs the "
+                                      "account (adls.account-name or the location's host)")
+            return f"{scheme}://{account}{authority}"
+        return f"{scheme}://{authority}/{account}" if account else f"{scheme}://{authority}"
+    host = props.get("adls.account-host")
+    return f"https://{host}" if host else None
 
 
 # -- the store -----------------------------------------------------------------------------------
@@ -430,6 +478,8 @@ def _info(loc: Location, meta: Any) -> FileInfo:
 
 _STATUS = re.compile(r"status code: (\d{3})(?: ([A-Za-z ]+))?")
 _CODE = re.compile(r"<Code>(\w+)</Code>")
+#: The stores' error codes for a bucket (S3, GCS) or container (Azure) that is not there.
+_NO_BUCKET = frozenset({"NoSuchBucket", "ContainerNotFound"})
 
 
 def _status(exc: BaseException) -> int | None:
@@ -479,6 +529,10 @@ def _error(exc: BaseException, location: str) -> Exception:
 
     status = _status(exc)
     if isinstance(exc, NotFoundError | FileNotFoundError) or status == 404:
+        code = _CODE.search(str(exc))
+        if code and code.group(1) in _NO_BUCKET:
+            return NotFound(f"{location}: the bucket or container does not exist "
+                            f"({code.group(1)})")
         return NotFound(f"{location}: file does not exist")
     if isinstance(exc, AlreadyExistsError | PreconditionError) or status == 412:
         return FileExistsError(17, "file already exists", location)
