@@ -1,5 +1,6 @@
-"""Object storage and REST catalogs for the tests: real S3 servers on loopback, started by the
-tests (session fixtures ``seaweedfs`` and ``moto_s3``, registered in tests/conftest.py), and
+"""Object storage and REST catalogs for the tests: real S3 servers and an Azure Blob emulator on
+loopback, started by the tests (session fixtures ``seaweedfs``, ``moto_s3`` and ``azurite``,
+registered in tests/conftest.py), and
 helpers that point DuckDB and PyIceberg at them. tests/test_object_store_harness.py proves the
 facts below, except those marked (by hand: seen once while building this) or (issue 20: as
 reported there, not re-checked). The harness needs only the standard library, pyarrow and
@@ -105,6 +106,33 @@ moto (``moto[server]`` 5.2, ``moto_server -H 127.0.0.1 -p PORT``)
   ``If-Match`` on PutObject. Bucket names need 3+ characters.
 - Keeps everything in memory: a restart starts EMPTY (``start()`` re-creates the bucket).
   Fault tests that need the data to survive a restart use SeaweedFS. Up in ~0.4 s.
+
+Azurite (npm ``azurite`` 3.37.0, the Blob service: ``dist/src/blob/main.js``)
+-----------------------------------------------------------------------------
+- Installed by scripts/install-azurite.sh from scripts/azurite/package-lock.json (``npm ci
+  --ignore-scripts``, ~50 s once) into ``~/.cache/floe/azurite-<lock hash>``; node 20.
+- Started with ``--blobHost 127.0.0.1 --blobPort PORT --inMemoryPersistence
+  --skipApiVersionCheck --disableTelemetry`` (telemetry would reach out to the internet;
+  ``--inMemoryPersistence`` refuses ``--location``). Up in ~1-3 s idle (by hand; 9 s on a
+  loaded machine). Everything is in memory: a restart starts EMPTY (``start()`` re-creates the
+  container). A wrong key or a missing container needs no ``--loose``.
+- ``AZURITE_ACCOUNTS=name:base64key`` replaces the well-known ``devstoreaccount1``: the
+  account is served by path, ``http://127.0.0.1:PORT/<account>/<container>/<blob>``. obstore
+  reaches it with ``endpoint`` = that account URL (``use_emulator`` would take the URL only
+  from ``AZURITE_BLOB_STORAGE_URL``); pyarrow's ``AzureFileSystem`` with
+  ``blob_storage_authority="127.0.0.1:PORT"`` and ``blob_storage_scheme="http"``.
+- Shared Key signatures are checked: a wrong key is 403 ``AuthorizationFailure`` (obstore
+  ``PermissionDeniedError``; a listing raises a ``GenericError`` carrying the 403).
+- Put Blob honours ``If-None-Match: *`` with 409 ``BlobAlreadyExists`` (obstore
+  ``AlreadyExistsError``; S3 answers 412) and ``If-Match`` with 412 (``PreconditionError``):
+  a file-system catalog in a container can commit by a conditional create.
+- Deletes of several blobs go in one Blob Batch request; a missing blob is a 404 inside the
+  batch's answer (obstore raises ``NotFoundError`` for it) and the others are deleted.
+- A read of a blob in a missing container is 404 ``ContainerNotFound``.
+- PyIceberg 0.12's pyarrow FileIO cannot read ``abfss://container@account.dfs…`` locations
+  (it hands ``container@account.dfs.core.windows.net/path`` to pyarrow, which answers 400
+  ``InvalidResourceName``) and its fsspec FileIO needs ``adlfs`` (not installed): no PyIceberg
+  interop on Azurite (by hand).
 
 DuckDB 1.5.5 (``duckdb-extension-{httpfs,iceberg,avro}==1.5.5`` wheels)
 -----------------------------------------------------------------------
