@@ -26,7 +26,7 @@ import threading
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from floe.errors import FloeError, NotFound, OutcomeUnknown, StoreUnavailable, ValidationError
@@ -161,7 +161,10 @@ def s3_config(props: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]]
 
 
 def gcs_config(props: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any], Any]:
-    """(obstore GCS config, client options, credential provider) from ``gcs.*``."""
+    """(obstore GCS config, client options, credential provider) from PyIceberg's ``gcs.*``
+    properties: ``gcs.service.host`` is the endpoint (``http://…`` for an emulator);
+    ``gcs.oauth2.token`` a bearer token (until ``gcs.oauth2.token-expires-at``, in ms), or
+    ``anon`` for unsigned requests, as gcsfs reads it."""
     config: dict[str, Any] = {}
     client: dict[str, Any] = {
         "connect_timeout": _seconds(props, "gcs.connect-timeout", CONNECT_TIMEOUT_S),
@@ -170,11 +173,28 @@ def gcs_config(props: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]
                       ("gcs.service-account-key", "service_account_key")):
         if props.get(prop):
             config[key] = props[prop]
+    host = props.get("gcs.service.host")
+    if host:
+        if not host.startswith(("http://", "https://")):
+            raise ValidationError(f"gcs.service.host={host!r}: expected an http(s):// URL")
+        config["base_url"] = host.rstrip("/")
+        if host.startswith("http://"):
+            client["allow_http"] = True
     provider = None
     token = props.get("gcs.oauth2.token")
-    if token:
+    if token == "anon":
+        config["skip_signature"] = True
+    elif token:
+        raw = props.get("gcs.oauth2.token-expires-at")
+        try:
+            expires = (datetime.fromtimestamp(int(raw) / 1000, tz=timezone.utc)
+                       if raw else None)
+        except ValueError:
+            raise ValidationError(f"gcs.oauth2.token-expires-at={raw!r}: expected "
+                                  "milliseconds since the epoch") from None
+
         def provider() -> dict[str, Any]:
-            return {"token": token, "expires_at": None}
+            return {"token": token, "expires_at": expires}
     return config, client, provider
 
 
