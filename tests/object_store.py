@@ -290,6 +290,15 @@ class ServerProcess:
     def endpoint(self) -> str:
         return f"http://{self.host_port}"
 
+    def location(self, path: str = "") -> str:
+        """``path`` in the server's ordinary bucket or container, as a table names it."""
+        raise NotImplementedError
+
+    def properties(self, endpoint: str | None = None) -> dict[str, str]:
+        """PyIceberg's FileIO properties for the server, reached at ``endpoint`` (a proxy's
+        ``http://host:port``) instead of its own when given."""
+        raise NotImplementedError
+
     def command(self) -> list[str]:
         raise NotImplementedError
 
@@ -424,6 +433,12 @@ class S3Server(ServerProcess):
             "s3.region": self.region,
             "s3.path-style-access": "true",
         }
+
+    def location(self, path: str = "") -> str:
+        return f"s3://{self.bucket}/{path}"
+
+    def properties(self, endpoint: str | None = None) -> dict[str, str]:
+        return {**self.s3_properties(), "s3.endpoint": endpoint or self.endpoint}
 
     def _bucket_exists(self, bucket: str) -> bool:
         from pyarrow import fs
@@ -612,15 +627,16 @@ class Azurite(ServerProcess):
         """``abfss://<container>@<account>.dfs.core.windows.net/<path>``, as Azure writes it."""
         return f"abfss://{self.container}@{self.account}.dfs.core.windows.net/{path}"
 
-    def adls_properties(self) -> dict[str, str]:
+    def properties(self, endpoint: str | None = None) -> dict[str, str]:
         """The account under PyIceberg's ``adls.*`` names (its pyarrow FileIO's for an
         emulator: the blob service's authority and scheme)."""
+        authority = urllib.parse.urlsplit(endpoint).netloc if endpoint else self.host_port
         return {
             "adls.account-name": self.account,
             "adls.account-key": self.account_key,
-            "adls.blob-storage-authority": self.host_port,
+            "adls.blob-storage-authority": authority,
             "adls.blob-storage-scheme": "http",
-            "adls.dfs-storage-authority": self.host_port,
+            "adls.dfs-storage-authority": authority,
             "adls.dfs-storage-scheme": "http",
         }
 

@@ -112,7 +112,7 @@ def azure_catalogs(azurite: Azurite, tmp_path: Path) -> dict[str, str]:
     (``abfss://…``) and PyIceberg's ``adls.*`` properties; the account key comes from an
     environment variable, as a real one would."""
     root = azurite.location(f"cli-{uuid.uuid4().hex[:8]}")
-    props = "".join(f'"{k}" = "{v}"\n' for k, v in azurite.adls_properties().items()
+    props = "".join(f'"{k}" = "{v}"\n' for k, v in azurite.properties().items()
                     if k != "adls.account-key")
     props += '"adls.account-key" = "${FLOE_TEST_AZURE_KEY}"\n'
     config = tmp_path / "catalogs.toml"
@@ -172,10 +172,10 @@ def test_a_table_in_an_azure_container_through_a_catalog(
     assert {f["file_path"].split(".net/", 1)[1] for f in files} <= listed
     assert f"{key}/metadata/" in {p[:len(key) + 10] for p in listed}
     if catalog == "fs":  # commits by If-None-Match: *, which Azurite honours
-        assert FileIO(azurite.adls_properties()).exclusive_create(f"{location}/metadata/x")
+        assert FileIO(azurite.properties()).exclusive_create(f"{location}/metadata/x")
 
     stray = f"{location}/data/stray-{uuid.uuid4().hex[:6]}.parquet"
-    FileIO(azurite.adls_properties()).write(stray, b"not a table file")
+    FileIO(azurite.properties()).write(stray, b"not a table file")
     later = int(time.time() * 1000) + 1000
     expired = json.loads(_floe(env, "expire", table, "--older-than", str(later),
                                "--retain-last", "1", "--json").stdout)
@@ -184,7 +184,7 @@ def test_a_table_in_an_azure_container_through_a_catalog(
                            "--dry-run", "--json", "--force").stdout)
     assert dry["orphan_files"] == [stray]
     _floe(env, "remove-orphans", table, "--older-than", str(later), "--force")
-    assert not FileIO(azurite.adls_properties()).exists(stray)
+    assert not FileIO(azurite.properties()).exists(stray)
     out = _floe(env, "scan", table, "--output", "-").stdout
     assert sorted(json.loads(line)["id"] for line in out.splitlines()) == sorted(
         list(range(10)) * 2)

@@ -1,8 +1,8 @@
 """Tables in a bucket, changed and maintained by floe as on a local disk: a file-system catalog
-and a SQL catalog with their warehouses on a real S3 server (SeaweedFS, signatures checked),
-and the same commands on moto. Appends, a merge-on-read delete, schema evolution, compaction,
-expiry and orphan removal (which lists the store), a purging drop; the rows read back equal
-what a local table holds after the same changes."""
+and a SQL catalog with their warehouses on a real S3 server (SeaweedFS, signatures checked)
+and in an Azure container (Azurite, Shared Key checked). Appends, a merge-on-read delete,
+schema evolution, compaction, expiry and orphan removal (which lists the store), a purging
+drop; the rows read back equal what a local table holds after the same changes."""
 
 from __future__ import annotations
 
@@ -38,9 +38,19 @@ def _rows(start: int, n: int) -> pa.Table:
                      "cat": [f"c{i % 3}" for i in range(start, start + n)]})
 
 
+#: The stores whose conditional create a file-system catalog commits with, and that check
+#: credentials: each test that takes ``store`` runs on both.
+STORES = ["seaweedfs", "azurite"]
+
+
+@pytest.fixture(params=STORES)
+def store(request: pytest.FixtureRequest) -> Any:
+    return request.getfixturevalue(request.param)
+
+
 def _catalog(kind: str, server: Any, tmp_path: Path) -> Catalog:
-    warehouse = f"s3://{server.bucket}/{kind}-{uuid.uuid4().hex[:8]}"
-    io = FileIO(server.s3_properties())
+    warehouse = server.location(f"{kind}-{uuid.uuid4().hex[:8]}")
+    io = FileIO(server.properties())
     if kind == "filesystem":
         return FileSystemCatalog("lake", warehouse, io)
     return SqlCatalog("lake", f"sqlite:///{tmp_path / 'catalog.db'}", warehouse, io)
@@ -53,14 +63,14 @@ def _ids(table: Any) -> list[int]:
 
 
 @pytest.mark.parametrize("kind", ["filesystem", "sql"])
-def test_a_table_in_a_bucket_lives_through_every_change(seaweedfs: SeaweedFS, tmp_path: Path,
+def test_a_table_in_a_bucket_lives_through_every_change(store: Any, tmp_path: Path,
                                                          kind: str) -> None:
-    catalog = _catalog(kind, seaweedfs, tmp_path)
+    catalog = _catalog(kind, store, tmp_path)
     catalog.create_namespace(("db",))
     assert catalog.list_namespaces() == [("db",)]
     table = catalog.create_table("db.t", SCHEMA, parse_partition_by("cat", SCHEMA),
                                  properties={"write.delete.mode": "merge-on-read"})
-    assert table.location.startswith(f"s3://{seaweedfs.bucket}/")
+    assert table.location.startswith(store.location())
     for k in range(4):
         table.append(_rows(10 * k, 10))
     table.delete_where("id < 5")
@@ -104,12 +114,12 @@ def _later(table: Any) -> int:
 
 
 def test_concurrent_writers_to_a_file_system_table_in_a_bucket_lose_nothing(
-        seaweedfs: SeaweedFS, tmp_path: Path) -> None:
+        store: Any, tmp_path: Path) -> None:
     """Four writers append at once: the conditional create of each version lets exactly one
     writer have it, the others retry on the new state; every row is there once."""
     from concurrent.futures import ThreadPoolExecutor
 
-    catalog = _catalog("filesystem", seaweedfs, tmp_path)
+    catalog = _catalog("filesystem", store, tmp_path)
     catalog.create_namespace(("db",))
     catalog.create_table("db.t", SCHEMA, properties={
         "commit.retry.num-retries": "30", "commit.retry.min-wait-ms": "5",
@@ -149,23 +159,22 @@ def test_a_store_without_create_only_writes_is_read_but_never_committed_to(
 
 
 def _fs_table(server: Any, io: FileIO) -> Any:
-    catalog = FileSystemCatalog("lake", f"s3://{server.bucket}/faults-{uuid.uuid4().hex[:8]}",
-                                io)
+    catalog = FileSystemCatalog("lake", server.location(f"faults-{uuid.uuid4().hex[:8]}"), io)
     catalog.create_namespace(("db",))
     table = catalog.create_table("db.t", SCHEMA)
     table.append(_rows(0, 2))
     return catalog, table
 
 
-def test_a_commit_whose_answer_was_lost_is_committed_once(seaweedfs: SeaweedFS) -> None:
+def test_a_commit_whose_answer_was_lost_is_committed_once(store: Any) -> None:
     """The store wrote the next metadata file but its answer never came back: the commit
     reads the file back, finds its own bytes, and is done (no retry that would append
     twice)."""
     from tests.faulty_proxy import FaultyProxy
 
-    with FaultyProxy(seaweedfs.endpoint) as proxy:
-        io = FileIO({**seaweedfs.s3_properties(), "s3.endpoint": proxy.url})
-        catalog, table = _fs_table(seaweedfs, io)
+    with FaultyProxy(store.endpoint) as proxy:
+        io = FileIO(store.properties(proxy.url))
+        catalog, table = _fs_table(store, io)
         proxy.lose_answer(method="PUT", path_contains=".metadata.json")
         txn = table.new_transaction().append(_rows(2, 2))
         txn.commit()
@@ -174,16 +183,16 @@ def test_a_commit_whose_answer_was_lost_is_committed_once(seaweedfs: SeaweedFS) 
 
 
 def test_a_commit_with_an_unknown_outcome_deletes_nothing_and_a_rerun_finishes(
-        seaweedfs: SeaweedFS) -> None:
+        store: Any) -> None:
     """The store answered the metadata PUT with 503 (a create-only write is not retried):
     nothing is there to read back, so the outcome is unknown. The table is at its old state,
     every file the attempt wrote is still there, and the next commit goes through."""
     from floe.errors import CommitStateUnknown
     from tests.faulty_proxy import FaultyProxy
 
-    with FaultyProxy(seaweedfs.endpoint) as proxy:
-        io = FileIO({**seaweedfs.s3_properties(), "s3.endpoint": proxy.url})
-        catalog, table = _fs_table(seaweedfs, io)
+    with FaultyProxy(store.endpoint) as proxy:
+        io = FileIO(store.properties(proxy.url))
+        catalog, table = _fs_table(store, io)
         before = set(io.list(table.location))
         proxy.throttle(1, method="PUT", path_contains=".metadata.json")
         with pytest.raises(CommitStateUnknown, match="may or may not"):
