@@ -1,5 +1,6 @@
-"""The explorer over catalogs whose warehouse is a bucket (a real S3 server, SeaweedFS): a SQL
-catalog and a file-system catalog with ``s3.*`` options in the catalog file. Every page and
+"""The explorer over catalogs whose warehouse is a bucket (a real S3 server, SeaweedFS; an Azure
+container, Azurite): a SQL catalog and a file-system catalog with PyIceberg's ``s3.*`` or
+``adls.*`` options in the catalog file. Every page and
 endpoint of a table answers, a task changes the table, and the confinement holds in buckets
 too: a file the table names outside the catalog's warehouse is refused, the same error as on
 a disk."""
@@ -23,7 +24,6 @@ from floe.partitioning import parse_partition_by
 from floe.schema import Schema
 from floe.types import LONG, STRING, NestedField
 from tests.explorer.tasks_support import user_with
-from tests.object_store import SeaweedFS
 
 pytestmark = [pytest.mark.objectstore, pytest.mark.django_db]
 
@@ -40,12 +40,14 @@ def _toml(name: str, kind: str, warehouse: str, props: dict[str, str], extra: st
     return f'[catalogs.{name}]\ntype = "{kind}"\nwarehouse = "{warehouse}"\n{extra}{options}'
 
 
-@pytest.fixture
-def lake(seaweedfs: SeaweedFS, tmp_path: Path, settings: Any) -> dict[str, Any]:
-    """Catalogs ``bucket_sql`` and ``bucket_fs``, each with a table ``db.t`` in the bucket."""
-    props = seaweedfs.s3_properties()
+@pytest.fixture(params=["seaweedfs", "azurite"])
+def lake(request: pytest.FixtureRequest, tmp_path: Path, settings: Any) -> dict[str, Any]:
+    """Catalogs ``bucket_sql`` and ``bucket_fs``, each with a table ``db.t`` in the bucket
+    (of each store in turn)."""
+    server = request.getfixturevalue(request.param)
+    props = server.properties()
     io = FileIO(props)
-    root = f"s3://{seaweedfs.bucket}/explorer-{uuid.uuid4().hex[:8]}"
+    root = server.location(f"explorer-{uuid.uuid4().hex[:8]}")
     db = tmp_path / "catalog.db"
     catalogs = {
         "bucket_sql": SqlCatalog("bucket_sql", f"sqlite:///{db}", f"{root}/sql", io),
