@@ -144,6 +144,21 @@ def test_azure_a_missing_blob_and_a_missing_container_are_not_found(azurite: Azu
             call()
 
 
+def test_azure_deletes_past_one_batch_with_a_missing_blob_among_them(azurite: Azurite) -> None:
+    """Azure's Blob Batch takes 256 deletes a request: 600 blobs and one missing go in
+    several, the missing one is not a failure, and nothing is left."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    io = FileIO(azurite.properties())
+    root = _root(azurite)
+    paths = [f"{root}/f{i:04d}" for i in range(600)]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda p: io.write(p, b"x", overwrite=True), paths))
+    assert len(io.list(root)) == 600
+    assert io.delete_many([paths[0], f"{root}/missing", *paths[1:]]) == []
+    assert io.list(root) == []
+
+
 def test_an_endpoint_that_does_not_answer_fails_in_bounded_time(seaweedfs: SeaweedFS) -> None:
     seaweedfs.pause()  # accepts connections, answers nothing
     try:
