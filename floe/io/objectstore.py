@@ -47,7 +47,8 @@ CONNECT_TIMEOUT_S = 5.0
 REQUEST_TIMEOUT_S = 60.0
 #: Retries of a request that failed transiently (5xx, 429 / SlowDown, a dropped connection).
 MAX_RETRIES = 4
-#: obstore deletes this many keys per request (S3's DeleteObjects takes 1,000).
+#: Keys handed to obstore per delete call: S3's DeleteObjects takes 1,000 a request; for
+#: Azure obstore splits them into Blob Batch requests of 256 itself.
 DELETE_BATCH = 1000
 
 
