@@ -129,6 +129,10 @@ Azurite (npm ``azurite`` 3.37.0, the Blob service: ``dist/src/blob/main.js``)
 - Deletes of several blobs go in one Blob Batch request; a missing blob is a 404 inside the
   batch's answer (obstore raises ``NotFoundError`` for it) and the others are deleted.
 - A read of a blob in a missing container is 404 ``ContainerNotFound``.
+- An account SAS (:meth:`Azurite.account_sas`) authorises reads, writes and listings; one
+  without ``w`` is 403 ``AuthorizationPermissionMismatch`` on a write. A Blob Batch
+  authorised by a SAS is 500 ``InternalError``, and object_store deletes only by Blob Batch
+  (one blob too): no delete with a SAS here.
 - PyIceberg 0.12's pyarrow FileIO cannot read ``abfss://container@account.dfs…`` locations
   (it hands ``container@account.dfs.core.windows.net/path`` to pyarrow, which answers 400
   ``InvalidResourceName``) and its fsspec FileIO needs ``adlfs`` (not installed): no PyIceberg
@@ -167,6 +171,8 @@ from __future__ import annotations
 import base64
 import ctypes
 import datetime
+import hashlib
+import hmac
 import json
 import os
 import shutil
@@ -639,6 +645,23 @@ class Azurite(ServerProcess):
             "adls.dfs-storage-authority": authority,
             "adls.dfs-storage-scheme": "http",
         }
+
+    def account_sas(self, permissions: str, *, hours: float = 1.0) -> str:
+        """An account SAS token (query string, no ``?``) for the Blob service with
+        ``permissions`` (``r``, ``w``, ``d``, ``l``, ``a``, ``c``), signed with the account
+        key as Azure's "Create an account SAS" describes (version 2021-08-06)."""
+        version = "2021-08-06"
+        expiry = (datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=hours)
+                  ).strftime("%Y-%m-%dT%H:%M:%SZ")
+        # account, permissions, services, resource types, start, expiry, IP, protocols,
+        # version, encryption scope, and a final newline
+        to_sign = "\n".join([self.account, permissions, "b", "sco", "", expiry, "",
+                             "https,http", version, "", ""])
+        digest = hmac.new(base64.b64decode(self.account_key), to_sign.encode(),
+                          hashlib.sha256).digest()
+        return urllib.parse.urlencode({
+            "sv": version, "ss": "b", "srt": "sco", "sp": permissions, "se": expiry,
+            "spr": "https,http", "sig": base64.b64encode(digest).decode()})
 
     def connection_string(self) -> str:
         return (f"DefaultEndpointsProtocol=http;AccountName={self.account};"

@@ -671,3 +671,30 @@ def test_azurite_restart_starts_empty(azurite: Azurite) -> None:
     azurite.restart()
     assert obstore.list(obstore_azure(azurite), prefix=key).collect() == []
     obstore.put(obstore_azure(azurite), key, b"y")  # the container is there again
+
+
+def test_azurite_account_sas_reads_writes_and_lists_but_not_batch_deletes(
+        azurite: Azurite) -> None:
+    import datetime
+
+    import obstore
+    from obstore.exceptions import PermissionDeniedError
+    from obstore.store import AzureStore
+
+    def store(permissions: str) -> AzureStore:
+        return AzureStore(
+            container_name=azurite.container, account_name=azurite.account,
+            sas_key=azurite.account_sas(permissions), endpoint=azurite.account_endpoint,
+            client_options={"allow_http": True},
+            retry_config={"max_retries": 0, "retry_timeout": datetime.timedelta(seconds=5)})
+
+    key = f"{unique_name('sas')}/a.bin"
+    obstore.put(store("rwl"), key, b"sas")
+    assert bytes(obstore.get(store("r"), key).bytes()) == b"sas"
+    listed = obstore.list(store("l"), prefix=key.split("/")[0]).collect()
+    assert [m["path"] for m in listed] == [key]
+    with pytest.raises(PermissionDeniedError, match="AuthorizationPermissionMismatch"):
+        obstore.put(store("rl"), key, b"no")
+    with pytest.raises(Exception, match="500 Internal Server Error"):
+        obstore.delete(store("rwdl"), key)
+    obstore.delete(obstore_azure(azurite), key)  # the account key deletes it
