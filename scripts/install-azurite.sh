@@ -17,8 +17,10 @@ if [ ! -f "$dir/node_modules/azurite/dist/src/blob/main.js" ]; then
   echo "installing Azurite into $dir ..." >&2
   # --ignore-scripts: Azurite and its dependencies need no install script
   (cd "$work" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >&2)
-  rm -rf "$dir"
-  mv "$work" "$dir"  # whole or not at all: a killed install leaves no half directory
+  # whole or not at all: a killed install leaves no half directory; when another install
+  # finished first, its directory stays (a test run may be using it) and ours goes
+  [ -f "$dir/node_modules/azurite/dist/src/blob/main.js" ] || rm -rf "$dir"
+  mv -T "$work" "$dir" 2>/dev/null || rm -rf "$work"
   trap - EXIT
 fi
 echo "$dir"
