@@ -133,10 +133,11 @@ Azurite (npm ``azurite`` 3.37.0, the Blob service: ``dist/src/blob/main.js``)
   without ``w`` is 403 ``AuthorizationPermissionMismatch`` on a write. A Blob Batch
   authorised by a SAS is 500 ``InternalError``, and object_store deletes only by Blob Batch
   (one blob too): no delete with a SAS here.
-- PyIceberg 0.12's pyarrow FileIO cannot read ``abfss://container@account.dfs…`` locations
-  (it hands ``container@account.dfs.core.windows.net/path`` to pyarrow, which answers 400
-  ``InvalidResourceName``) and its fsspec FileIO needs ``adlfs`` (not installed): no PyIceberg
-  interop on Azurite (by hand).
+- PyIceberg 0.12 (``py-io-impl`` = its pyarrow FileIO; its fsspec FileIO needs ``adlfs``, not
+  installed) reads and writes ``abfs://<container>/<path>`` with the same ``adls.*``
+  properties (tests/interop/test_azure_sql_catalog_pyiceberg.py), but not
+  ``abfss://container@account.dfs…``: it hands ``container@account.dfs.core.windows.net/path``
+  to pyarrow, which Azurite answers 400 ``InvalidResourceName`` (by hand).
 
 DuckDB 1.5.5 (``duckdb-extension-{httpfs,iceberg,avro}==1.5.5`` wheels)
 -----------------------------------------------------------------------
