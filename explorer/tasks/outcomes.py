@@ -20,7 +20,8 @@ from typing import Any
 from explorer.units import size_text, sizes_in_text
 from floe.maintenance import Progress
 
-__all__ = ["STAGE_UNITS", "milestone", "outcome", "progress_text", "duration_text"]
+__all__ = ["STAGE_UNITS", "milestone", "outcome", "progress_text", "duration_text",
+           "result_facts"]
 
 #: Stages of floe's and the runners' progress reports whose counts are of something a person
 #: recognises, and what they count.
@@ -275,3 +276,50 @@ def progress_text(run: Any) -> str:
     if run.progress_detail:
         text += f" · {run.progress_detail}"
     return sizes_in_text(text)
+
+
+# --- a result, field by field -------------------------------------------------------------------
+
+#: Lists of at most this many plain values are shown in full; longer ones by their length.
+_LIST_SHOWN = 8
+
+
+def _is_size(key: str) -> bool:
+    """Keys whose integer values are byte counts (``rewritten_bytes``, ``file_size_in_bytes``,
+    ``files_size``, ``size``)."""
+    key = key.lower()
+    return "bytes" in key or key == "size" or key.endswith("_size")
+
+
+def _fact_value(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        if key.lower().endswith(("id", "ids")):  # snapshot ids: digits as they are
+            return str(value)
+        return f"{size_text(value)} ({value:,} bytes)" if _is_size(key) else f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,g}"
+    if value is None:
+        return "—"
+    return sizes_in_text(str(value))
+
+
+def result_facts(result: Mapping[str, Any] | None, prefix: str = "") -> list[tuple[str, str]]:
+    """A run's result as (field, value) lines for people: nested fields as ``a › b``, byte
+    counts in binary units with the exact count beside, long lists by their length (the
+    page shows the exact JSON under them)."""
+    rows: list[tuple[str, str]] = []
+    for key, value in (result or {}).items():
+        name = prefix + str(key).replace("_", " ")
+        if isinstance(value, Mapping):
+            rows += result_facts(value, name + " › ") if value else [(name, "—")]
+        elif isinstance(value, (list, tuple)):
+            plain = all(not isinstance(v, (Mapping, list, tuple)) for v in value)
+            if plain and len(value) <= _LIST_SHOWN:
+                rows.append((name, ", ".join(_fact_value(str(key), v) for v in value) or "none"))
+            else:
+                rows.append((name, _n(len(value), "item")))
+        else:
+            rows.append((name, _fact_value(str(key), value)))
+    return rows

@@ -38,6 +38,7 @@ from explorer.tables import selectors
 from explorer.tasks import kinds as task_kinds
 from explorer.tasks import services
 from explorer.tasks.forms import ACTION_FORM_BY_KIND, ACTION_FORMS, form_values, task_params
+from explorer.tasks.outcomes import result_facts
 from floe.errors import NotFound, ValidationError
 from floe.schema import Schema
 
@@ -188,6 +189,7 @@ def task_detail(request: HttpRequest, pk: int) -> HttpResponse:
         and bool(run.artifact) and permissions.can_download(user=request.user, run=run),
         "params_json": json.dumps(run.params, indent=1, default=str),
         "result_json": json.dumps(run.result, indent=1, default=str) if run.result else "",
+        "result_facts": result_facts(run.result),
     })
 
 

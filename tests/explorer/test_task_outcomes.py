@@ -79,6 +79,29 @@ def test_a_compaction_ends_saying_what_it_did_everywhere(lake: Path, api: APICli
         assert b"committing" not in page and b"starting" not in page
 
 
+def test_a_result_reads_in_human_units_field_by_field(lake: Path, api: APIClient,
+                                                      eager: Any) -> None:
+    """The run page lists the result field by field (sizes in binary units with the exact
+    count beside), and keeps the exact JSON, folded, under it."""
+    run = submit(api, eager, "compact", options={"min-input-files": "2"})
+    client = Client()
+    client.force_login(user_with("ann", "viewer"))
+    doc = html.unescape(client.get(f"/tasks/{run.pk}/").content.decode())
+    facts = doc[doc.index('id="result-facts"'):doc.index("</dl>", doc.index('id="result-facts"'))]
+    rewritten = run.result["rewritten_bytes_count"]
+    assert rewritten > 1024
+    assert re.search(r"<dt>Rewritten bytes count</dt><dd>" + KIB + rf" \({rewritten:,} bytes\)"
+                     r"</dd>", facts), facts
+    assert "<dt>Rewritten data files count</dt><dd>9</dd>" in facts
+    snapshot = run.result["snapshot_id"]
+    assert f"<dt>Snapshot id</dt><dd>{snapshot}</dd>" in facts  # an id, not a quantity
+    assert f"<dt>Snapshot ids</dt><dd>{snapshot}</dd>" in facts
+    assert "<dt>Failures › count</dt><dd>0</dd>" in facts
+    raw = doc[doc.index('id="result-json"'):]
+    assert f'"rewritten_bytes_count": {rewritten}' in raw  # the exact JSON stays, folded
+    assert doc.index("<details>") < doc.index('id="result-json"')
+
+
 @pytest.mark.parametrize(("kind", "params", "sentence"), [
     ("rollback", {"snapshot_id": "first"}, r"Rolled back main to snapshot {first} " + SECONDS),
     ("tag_create", {"name": "v1"}, r"Created tag v1 at snapshot {last} " + SECONDS),
