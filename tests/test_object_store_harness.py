@@ -1,6 +1,6 @@
 """The object-storage harness (tests/object_store.py) and the facts its docstring records about
-SeaweedFS, its Iceberg REST catalog, moto, DuckDB and PyIceberg: each test here fails when
-one of them stops being true."""
+SeaweedFS, its Iceberg REST catalog, moto, Azurite, fake-gcs-server, DuckDB and PyIceberg: each
+test here fails when one of them stops being true."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from tests.object_store import (
     GRPC_OFFSET,
     LOOPBACK,
     Azurite,
+    FakeGcs,
     MotoS3,
     S3Server,
     SeaweedFS,
@@ -24,6 +25,7 @@ from tests.object_store import (
     duckdb_extension_path,
     http_json,
     obstore_azure,
+    obstore_gcs,
     obstore_s3,
     pyarrow_azure,
     pyarrow_s3,
@@ -698,3 +700,75 @@ def test_azurite_account_sas_reads_writes_and_lists_but_not_batch_deletes(
     with pytest.raises(Exception, match="500 Internal Server Error"):
         obstore.delete(store("rwdl"), key)
     obstore.delete(obstore_azure(azurite), key)  # the account key deletes it
+
+
+# -- fake-gcs-server --------------------------------------------------------------------------
+
+def test_fake_gcs_listens_only_on_loopback(fake_gcs: FakeGcs) -> None:
+    assert fake_gcs.process is not None
+    assert _listening_sockets(fake_gcs.process.pid) == {(LOOPBACK, fake_gcs.port)}
+
+
+def test_fake_gcs_serves_obstore_reads_listings_and_deletes_of_uploaded_objects(
+        fake_gcs: FakeGcs) -> None:
+    import obstore
+
+    store = obstore_gcs(fake_gcs)
+    prefix = unique_name("gcs")
+    fake_gcs.upload(f"{prefix}/a.bin", b"0123456789")
+    fake_gcs.upload(f"{prefix}/b/c.bin", b"xyz")
+    assert bytes(obstore.get(store, f"{prefix}/a.bin").bytes()) == b"0123456789"
+    assert bytes(obstore.get_range(store, f"{prefix}/a.bin", start=3, length=4)) == b"3456"
+    assert obstore.head(store, f"{prefix}/b/c.bin")["size"] == 3
+    assert sorted(m["path"] for m in obstore.list(store, prefix=prefix).collect()) == [
+        f"{prefix}/a.bin", f"{prefix}/b/c.bin"]
+    listed = obstore.list_with_delimiter(store, prefix)
+    assert listed["common_prefixes"] == [f"{prefix}/b"]
+    assert [m["path"] for m in listed["objects"]] == [f"{prefix}/a.bin"]
+    obstore.delete(store, [f"{prefix}/a.bin", f"{prefix}/b/c.bin"])
+    assert obstore.list(store, prefix=prefix).collect() == []
+
+
+def test_fake_gcs_refuses_every_obstore_write(fake_gcs: FakeGcs) -> None:
+    """object_store writes through the XML API; fake-gcs-server writes only through the JSON
+    upload API and answers 400 ``invalid uploadType``: a plain PUT, a create-only one, a
+    multipart upload."""
+    import obstore
+
+    store = obstore_gcs(fake_gcs)
+    key = f"{unique_name('put')}/x.bin"
+    for write in (lambda: obstore.put(store, key, b"x"),
+                  lambda: obstore.put(store, key, b"x", mode="create"),
+                  lambda: obstore.put(store, key, b"x" * (6 << 20), chunk_size=5 << 20,
+                                      use_multipart=True)):
+        with pytest.raises(Exception, match="(?s)400 Bad Request.*invalid uploadType"):
+            write()
+    assert obstore.list(store, prefix=key).collect() == []
+
+
+def test_fake_gcs_missing_objects_and_buckets_are_404(fake_gcs: FakeGcs) -> None:
+    """Both are 404 for obstore, the bucket's without an XML ``<Code>`` to tell them apart."""
+    import obstore
+
+    with pytest.raises(FileNotFoundError, match="404 Not Found"):
+        obstore.get(obstore_gcs(fake_gcs), f"{unique_name('none')}/x")
+    with pytest.raises(FileNotFoundError, match="404 Not Found") as info:
+        obstore.get(obstore_gcs(fake_gcs, "no-such-bucket"), "x")
+    assert "<Code>" not in str(info.value)
+
+
+def test_fake_gcs_ignores_authorization(fake_gcs: FakeGcs) -> None:
+    status, _ = http_json("GET", f"{fake_gcs.endpoint}/{fake_gcs.bucket}?list-type=2",
+                          headers={"Authorization": "Bearer not-a-token"})
+    assert status == 200
+    assert http_json("GET", f"{fake_gcs.endpoint}/{fake_gcs.bucket}?list-type=2")[0] == 200
+
+
+def test_fake_gcs_restart_starts_empty(fake_gcs: FakeGcs) -> None:
+    import obstore
+
+    key = f"{unique_name('gone')}.bin"
+    fake_gcs.upload(key, b"x")
+    fake_gcs.restart()
+    assert obstore.list(obstore_gcs(fake_gcs), prefix=key).collect() == []
+    fake_gcs.upload(key, b"y")  # the bucket is there again
