@@ -50,6 +50,8 @@ MAX_RETRIES = 4
 #: Keys handed to obstore per delete call: S3's DeleteObjects takes 1,000 a request; for
 #: Azure obstore splits them into Blob Batch requests of 256 itself.
 DELETE_BATCH = 1000
+#: Deletes sent at once where each key is its own request (GCS, after a missing key).
+DELETE_PARALLEL = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -456,9 +458,30 @@ class ObjectStore(Store):
                     obstore.delete(client, batch)
                 except Exception as exc:
                     err = _error(exc, loc.url(batch[0]))
-                    if not isinstance(err, NotFound):
+                    if isinstance(err, NotFound) and self.kind == "gcs":
+                        # GCS has no batch: object_store deletes the keys one by one and
+                        # stops at the first missing one, the rest left undeleted (S3's and
+                        # Azure's batches go on past a missing key)
+                        failed += self._delete_each(loc, batch)
+                    elif not isinstance(err, NotFound):
                         failed += [(loc.url(k), err) for k in batch]
         return failed
+
+    def _delete_each(self, loc: Location, keys: builtins.list[str]
+                     ) -> builtins.list[tuple[str, Exception]]:
+        """Delete ``keys`` with a request each (:data:`DELETE_PARALLEL` at once), missing
+        ones fine; the ones that could not be deleted, with why."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(key: str) -> tuple[str, Exception] | None:
+            try:
+                self.delete(loc.url(key), missing_ok=True)
+            except (FloeError, OSError) as exc:
+                return loc.url(key), exc
+            return None
+
+        with ThreadPoolExecutor(DELETE_PARALLEL) as pool:
+            return [f for f in pool.map(one, keys) if f is not None]
 
     # -- listings --------------------------------------------------------------------------
 
