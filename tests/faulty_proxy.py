@@ -40,13 +40,16 @@ class _State:
     rules: list[_Rule] = field(default_factory=list)
     seen: list[tuple[str, str, int]] = field(default_factory=list)  # method, path, status
     bodies: list[bytes] = field(default_factory=list)  # the request body of each of seen
+    headers: list[dict[str, str]] = field(default_factory=list)  # its headers, names lower-cased
     bytes_answered: int = 0  # body bytes sent back to the client
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def record(self, method: str, path: str, status: int, body: bytes) -> None:
+    def record(self, method: str, path: str, status: int, body: bytes,
+               headers: dict[str, str]) -> None:
         with self.lock:
             self.seen.append((method, path, status))
             self.bodies.append(body)
+            self.headers.append({k.lower(): v for k, v in headers.items()})
 
     def take(self, method: str, path: str) -> str | None:
         with self.lock:
@@ -81,7 +84,7 @@ class FaultyProxy:
                     self.send_header("Content-Length", str(len(SLOW_DOWN)))
                     self.end_headers()
                     self.wfile.write(SLOW_DOWN)
-                    state.record(self.command, self.path, 503, body)
+                    state.record(self.command, self.path, 503, body, dict(self.headers))
                     return
                 conn = http.client.HTTPConnection(host, port, timeout=30)
                 headers = {k: v for k, v in self.headers.items()
@@ -89,7 +92,7 @@ class FaultyProxy:
                 conn.request(self.command, self.path, body=body or None, headers=headers)
                 response = conn.getresponse()
                 data = response.read()
-                state.record(self.command, self.path, response.status, body)
+                state.record(self.command, self.path, response.status, body, headers)
                 if fault == "lose":  # done on the server; the client never hears of it
                     self.close_connection = True
                     conn.close()
@@ -151,4 +154,9 @@ class FaultyProxy:
     def bodies(self, method: str | None = None) -> list[bytes]:
         """The request bodies of :meth:`requests`, in the same order."""
         return [b for r, b in zip(self.state.seen, self.state.bodies, strict=True)
+                if method is None or r[0] == method]
+
+    def headers(self, method: str | None = None) -> list[dict[str, str]]:
+        """The request headers of :meth:`requests` (names lower-cased), in the same order."""
+        return [h for r, h in zip(self.state.seen, self.state.headers, strict=True)
                 if method is None or r[0] == method]

