@@ -377,9 +377,19 @@ class ObjectStore(Store):
 
     # -- writes ----------------------------------------------------------------------------
 
+    def _writable(self, location: str) -> None:
+        """Refuse a change that unsigned GCS requests cannot make: object_store signs every
+        write and delete, asking the instance's metadata server for a token when it has none,
+        whose refusal would read as the bucket's."""
+        if self.kind == "gcs" and self.properties.get("gcs.oauth2.token") == "anon":
+            raise ValidationError(f"{location}: gcs.oauth2.token is 'anon' (unsigned "
+                                  "requests), which only read: give a token or a service "
+                                  "account to write or delete")
+
     def write(self, location: str, data: bytes, overwrite: bool) -> None:
         import obstore
 
+        self._writable(location)
         loc = parse_location(location)
         if overwrite:
             try:
@@ -432,6 +442,7 @@ class ObjectStore(Store):
     def delete(self, location: str, missing_ok: bool) -> None:
         import obstore
 
+        self._writable(location)
         loc = parse_location(location)
         if not missing_ok and self.head(location) is None:
             raise NotFound(f"{location}: file does not exist")
@@ -447,6 +458,7 @@ class ObjectStore(Store):
 
         by_bucket: dict[str, tuple[Location, list[str]]] = {}
         for location in locations:
+            self._writable(location)
             loc = parse_location(location)
             by_bucket.setdefault(f"{loc.scheme}://{loc.bucket}", (loc, []))[1].append(loc.key)
         failed: list[tuple[str, Exception]] = []

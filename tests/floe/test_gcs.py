@@ -1,9 +1,9 @@
 """floe on Google Cloud Storage (``gs://``) against a real server: fake-gcs-server, started by
 the session (tests/object_store.py), reached with PyIceberg's ``gcs.*`` properties. FileIO's
 reads, ranged reads, listings, existence checks and deletes; where requests go
-(``gcs.service.host``) and how they are signed (``gcs.oauth2.token``, ``anon`` unsigned), seen
-by a recording proxy in front of the server; a table floe wrote read back by the ``floe``
-command through a file-system catalog whose warehouse is in the bucket.
+(``gcs.service.host``) and how they are signed (``gcs.oauth2.token``, ``anon`` unsigned and
+read-only), seen by a recording proxy in front of the server; a table floe wrote read back by
+the ``floe`` command through a file-system catalog whose warehouse is in the bucket.
 
 Not tested on a server: floe WRITING to GCS. object_store writes through GCS's XML API, which
 fake-gcs-server does not take (every PUT is 400 ``invalid uploadType``), and no other emulator
@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from floe.catalog.filesystem import FileSystemCatalog
-from floe.errors import FloeError, NotFound, StoreUnavailable
+from floe.errors import FloeError, NotFound, StoreUnavailable, ValidationError
 from floe.io import FileIO, scheme_of
 from floe.io.local import LocalStore
 from floe.io.store import FileInfo, Store
@@ -150,6 +150,28 @@ def test_gcs_service_host_is_the_endpoint_and_the_token_signs(
     assert (seen[0][0], unquote(seen[0][1]), seen[0][2]) == (
         "GET", f"/{fake_gcs.bucket}/{_key(fake_gcs, root)}/t/v1.metadata.json", 200)
     assert {h.get("authorization") for h in proxy.headers()} == {authorization}
+
+
+def test_anon_reads_but_refuses_writes_and_deletes_before_any_request(fake_gcs: FakeGcs
+                                                                       ) -> None:
+    """object_store signs every GCS write and delete, asking the instance's metadata server
+    for a token when ``anon`` gave none (here or anywhere off Google Cloud that fails, and
+    read as the bucket's refusal): floe refuses them up front, saying why."""
+    root = _root(fake_gcs)
+    fake_gcs.upload(_key(fake_gcs, f"{root}/a.bin"), b"public")
+    with FaultyProxy(fake_gcs.endpoint) as proxy:
+        io = FileIO({"gcs.service.host": proxy.url, "gcs.oauth2.token": "anon"})
+        assert io.read(f"{root}/a.bin") == b"public"
+        read = len(proxy.requests())
+        for call in (lambda: io.write(f"{root}/b.bin", b"1", overwrite=True),
+                     lambda: io.write(f"{root}/b.bin", b"1"),
+                     lambda: io.exclusive_create(f"{root}/metadata/v1.metadata.json"),
+                     lambda: io.delete(f"{root}/a.bin"),
+                     lambda: io.delete_many([f"{root}/a.bin"])):
+            with pytest.raises(ValidationError, match=f"^{root}/.*gcs.oauth2.token is 'anon'"):
+                call()
+        assert len(proxy.requests()) == read
+    assert FileIO(fake_gcs.properties()).read(f"{root}/a.bin") == b"public"
 
 
 def test_a_write_on_gcs_fails_in_one_line_naming_the_location(fake_gcs: FakeGcs) -> None:
