@@ -152,6 +152,30 @@ def test_gcs_service_host_is_the_endpoint_and_the_token_signs(
     assert {h.get("authorization") for h in proxy.headers()} == {authorization}
 
 
+def test_throttling_is_retried_on_gcs(fake_gcs: FakeGcs) -> None:
+    root = _root(fake_gcs)
+    fake_gcs.upload(_key(fake_gcs, f"{root}/throttled"), b"ok")
+    with FaultyProxy(fake_gcs.endpoint) as proxy:
+        io = FileIO(fake_gcs.properties(proxy.url))
+        proxy.throttle(2, method="GET")
+        assert io.read(f"{root}/throttled") == b"ok"
+        assert [s for m, _, s in proxy.requests("GET")] == [503, 503, 200]
+
+
+def test_a_gcs_server_that_does_not_answer_fails_in_bounded_time(fake_gcs: FakeGcs) -> None:
+    """``gcs.connect-timeout`` / ``gcs.request-timeout``: a paused server (it accepts
+    connections and answers nothing) is a FloeError naming the location, not a hang."""
+    io = FileIO({**fake_gcs.properties(), "gcs.request-timeout": "0.5",
+                 "gcs.connect-timeout": "0.5"})
+    location = f"{_root(fake_gcs)}/anything"
+    fake_gcs.pause()
+    try:
+        with pytest.raises(FloeError, match=f"^{location}: "):
+            io.read(location)
+    finally:
+        fake_gcs.resume()
+
+
 def test_anon_reads_but_refuses_writes_and_deletes_before_any_request(fake_gcs: FakeGcs
                                                                        ) -> None:
     """object_store signs every GCS write and delete, asking the instance's metadata server
