@@ -3,6 +3,7 @@
 from django.urls import path
 
 from api import views_table as v
+from api.views_metrics import TableMetricsView
 from api.views_reports import TableReportsView
 from api.views_tasks import TableAuditView
 
@@ -17,4 +18,5 @@ urlpatterns = [
     path("diff/", v.DiffView.as_view(), name="table-diff"),
     path("audit/", TableAuditView.as_view(), name="table-audit"),
     path("reports/", TableReportsView.as_view(), name="table-reports"),
+    path("metrics/", TableMetricsView.as_view(), name="table-metrics"),
 ]

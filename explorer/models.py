@@ -327,3 +327,67 @@ class EngineReport(models.Model):
     def scanned_data_files(self) -> int | None:
         """Data files the scan read (its result), beside :attr:`skipped_data_files`."""
         return self.result_data_files
+
+
+class TableMetrics(models.Model):
+    """A table's health at one of its states (one metadata file): files, records, deletes,
+    sizes, manifests, snapshots, as :func:`floe.health.table_metrics` counts them; recorded
+    after every commit Floe observes (its own tasks, REST commits, the sweep of catalogs for
+    commits made elsewhere). ``external``: no Floe task or REST commit of this site made
+    that state (the sweep saw it); ``engine`` names what wrote it when its snapshot summary
+    says."""
+
+    class Source(models.TextChoices):
+        TASK = "task"
+        REST = "rest"
+        SWEEP = "sweep"
+
+    catalog = models.CharField(max_length=255)
+    namespace = models.CharField(max_length=255)
+    table = models.CharField(max_length=255)
+    metadata_location = models.TextField()
+    observed_at = models.DateTimeField(auto_now_add=True)
+    source = models.CharField(max_length=8, choices=Source.choices)
+    external = models.BooleanField(default=False)
+    engine = models.CharField(max_length=255, blank=True, default="")
+    snapshot_id = models.BigIntegerField(null=True, blank=True)
+    last_commit_ms = models.BigIntegerField(null=True, blank=True)
+    data_files = models.BigIntegerField(null=True, blank=True)
+    delete_files = models.BigIntegerField(null=True, blank=True)
+    records = models.BigIntegerField(null=True, blank=True)
+    total_bytes = models.BigIntegerField(null=True, blank=True)
+    avg_data_file_bytes = models.BigIntegerField(null=True, blank=True)
+    target_file_bytes = models.BigIntegerField(null=True, blank=True)
+    small_files = models.BigIntegerField(null=True, blank=True)
+    small_file_ratio = models.FloatField(null=True, blank=True)
+    delete_file_ratio = models.FloatField(null=True, blank=True)
+    position_deletes = models.BigIntegerField(null=True, blank=True)
+    equality_deletes = models.BigIntegerField(null=True, blank=True)
+    deleted_row_ratio = models.FloatField(null=True, blank=True)
+    manifests = models.IntegerField(null=True, blank=True)
+    data_manifests = models.IntegerField(null=True, blank=True)
+    snapshots = models.IntegerField(null=True, blank=True)
+    snapshots_past_expiry = models.IntegerField(null=True, blank=True)
+    metadata_bytes = models.BigIntegerField(null=True, blank=True)
+    # how it is judged (floe.health.table_health): the keys of the signs that warn, and a
+    # score that ranks tables by how much they need attention (the fleet view, worst first)
+    warnings = models.JSONField(default=list, blank=True)
+    attention = models.FloatField(default=0.0)
+    # the newest recorded state of its table (the fleet view reads only these)
+    current = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-observed_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["catalog", "namespace", "table", "metadata_location"],
+                                    name="explorer_metrics_state_unique"),
+        ]
+        indexes = [
+            models.Index(fields=["catalog", "namespace", "table", "id"],
+                         name="explorer_metrics_table_idx"),
+            models.Index(fields=["current", "-attention", "catalog", "namespace", "table"],
+                         name="explorer_metrics_fleet_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.catalog}:{self.namespace}.{self.table} at {self.metadata_location}"

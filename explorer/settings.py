@@ -302,6 +302,15 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": max(1.0, FLOE_REAPER_INTERVAL)},
     },
 }
+# The health sweep (explorer.maintenance.metrics): every catalog's tables, each state not
+# seen yet recorded (commits made elsewhere are "external"); 0 turns it off.
+FLOE_METRICS_SWEEP_SECONDS = envfloat("FLOE_METRICS_SWEEP_SECONDS", "300", minimum=0)
+if FLOE_METRICS_SWEEP_SECONDS:
+    CELERY_BEAT_SCHEDULE["floe-metrics-sweep"] = {
+        "task": "explorer.tasks.metrics_sweep",
+        "schedule": FLOE_METRICS_SWEEP_SECONDS,
+        "options": {"expires": FLOE_METRICS_SWEEP_SECONDS},
+    }
 
 # --- Logging --------------------------------------------------------------------------------
 

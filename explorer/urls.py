@@ -5,6 +5,7 @@ from django.templatetags.static import static
 from django.urls import include, path
 
 from explorer.access import views as views_access
+from explorer.maintenance import views as maintenance_views
 from explorer.tables import views, views_scan
 from explorer.tasks import views as views_tasks
 
@@ -47,6 +48,7 @@ urlpatterns = [
     path("", include("explorer.tables.urls")),  # one table: overview, snapshots, history, diff
     path("tasks/", include(task_patterns)),
     path("access/", include(views_access.access_patterns)),  # roles, users, API tokens
+    path("fleet/", maintenance_views.fleet_page, name="fleet"),  # every table, worst first
     path("api/", include("api.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

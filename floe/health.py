@@ -35,7 +35,7 @@ from floe.properties import (
     int_property,
 )
 
-__all__ = ["table_health"]
+__all__ = ["attention", "table_health", "table_metrics"]
 
 #: A data file is "small" below this fraction of the target file size.
 SMALL_FILE_FRACTION = 0.25
@@ -73,29 +73,80 @@ def _metric(key: str, label: str, value: Any, threshold: str, warn: bool | None,
             "status": status, "detail": detail}
 
 
+def _expirable(md: TableMetadata, now_ms: int) -> int:
+    """Snapshots older than the table's max age, not referenced, beyond the ones to keep."""
+    max_age = _int_property(md, MAX_SNAPSHOT_AGE, MAX_SNAPSHOT_AGE_DEFAULT)
+    keep = _int_property(md, MIN_SNAPSHOTS_TO_KEEP, MIN_SNAPSHOTS_TO_KEEP_DEFAULT)
+    referenced = {ref.snapshot_id for ref in md.refs.values()}
+    if md.current_snapshot_id is not None:
+        referenced.add(md.current_snapshot_id)
+    expirable = [s for s in md.snapshots
+                 if s.timestamp_ms < now_ms - max_age and s.snapshot_id not in referenced]
+    return len(expirable[: max(0, len(md.snapshots) - keep)])
+
+
+def table_metrics(
+    md: TableMetadata, *, now_ms: int, manifests: Sequence[ManifestFile] | None = None,
+    data_file_sizes: Sequence[int] | None = None, metadata_bytes: int | None = None,
+) -> dict[str, Any]:
+    """The numbers of the current table state, flat (what a history of a table's health
+    keeps; None where unknown): files, records, deletes and sizes from the current snapshot's
+    summary; small-file ratio from ``data_file_sizes`` (the live data files' sizes, when
+    read); manifests from ``manifests`` (the current manifest list, when read); snapshots,
+    those past expiry and the last commit from the metadata; ``metadata_bytes`` as given."""
+    snapshot = md.current_snapshot()
+    summary = dict(snapshot.summary) if snapshot is not None else {}
+
+    def total(key: str) -> int | None:
+        return _summary_int(summary, key) if snapshot is not None else 0
+
+    target = _int_property(md, TARGET_FILE_SIZE, TARGET_FILE_SIZE_DEFAULT)
+    small_below = int(target * SMALL_FILE_FRACTION)
+    data_files, delete_files = total("total-data-files"), total("total-delete-files")
+    records, size = total("total-records"), total("total-files-size")
+    pos, eq = total("total-position-deletes"), total("total-equality-deletes")
+    deleted = None if pos is None and eq is None else (pos or 0) + (eq or 0)
+    small = None if data_file_sizes is None else sum(1 for s in data_file_sizes
+                                                      if s < small_below)
+    return {
+        "data_files": data_files, "delete_files": delete_files, "records": records,
+        "total_bytes": size,
+        "avg_data_file_bytes": size // data_files if size is not None and data_files else None,
+        "target_file_bytes": target, "small_file_bytes": small_below,
+        "small_files": small,
+        "small_file_ratio": None if data_file_sizes is None
+        else _ratio(small, len(data_file_sizes)),
+        "delete_file_ratio": _ratio(delete_files, None if data_files is None
+                                    or delete_files is None else data_files + delete_files),
+        "position_deletes": pos, "equality_deletes": eq,
+        "deleted_row_ratio": _ratio(deleted, records),
+        "manifests": len(manifests) if manifests is not None else None,
+        "data_manifests": None if manifests is None
+        else sum(1 for m in manifests if m.content == ManifestContent.DATA),
+        "snapshots": len(md.snapshots), "snapshots_past_expiry": _expirable(md, now_ms),
+        "metadata_bytes": metadata_bytes,
+        "snapshot_id": md.current_snapshot_id,
+        "last_commit_ms": md.last_updated_ms,
+    }
+
+
 def table_health(
     md: TableMetadata, *, now_ms: int, manifests: Sequence[ManifestFile] | None = None,
     data_file_sizes: Sequence[int] | None = None,
 ) -> list[dict[str, Any]]:
-    """Health metrics of the current table state.
+    """Health metrics of the current table state, each judged by its threshold.
 
     ``manifests``: the current snapshot's manifest list (None when not read);
     ``data_file_sizes``: sizes of the current live data files (None when not read).
     """
-    snapshot = md.current_snapshot()
-    summary = dict(snapshot.summary) if snapshot is not None else {}
-    target = _int_property(md, TARGET_FILE_SIZE, TARGET_FILE_SIZE_DEFAULT)
-    small_below = int(target * SMALL_FILE_FRACTION)
-    data_files = _summary_int(summary, "total-data-files") if snapshot is not None else 0
-    delete_files = _summary_int(summary, "total-delete-files") if snapshot is not None else 0
-    records = _summary_int(summary, "total-records") if snapshot is not None else 0
-    size = _summary_int(summary, "total-files-size") if snapshot is not None else 0
+    n = table_metrics(md, now_ms=now_ms, manifests=manifests, data_file_sizes=data_file_sizes)
+    target, small_below = n["target_file_bytes"], n["small_file_bytes"]
+    data_files, delete_files = n["data_files"], n["delete_files"]
     metrics = []
 
     if data_file_sizes is not None:
-        small = sum(1 for s in data_file_sizes if s < small_below)
-        ratio = _ratio(small, len(data_file_sizes))
-        detail = (f"{small} of {len(data_file_sizes)} data files are smaller than "
+        ratio = n["small_file_ratio"]
+        detail = (f"{n['small_files']} of {len(data_file_sizes)} data files are smaller than "
                   f"{small_below} bytes")
         metrics.append(_metric(
             "small_file_ratio", "Small data files", ratio,
@@ -103,7 +154,7 @@ def table_health(
             f"{small_below} bytes; flagged above {SMALL_FILE_RATIO_WARN:.0%}",
             None if ratio is None else ratio > SMALL_FILE_RATIO_WARN, detail))
     else:
-        average = size // data_files if size is not None and data_files else None
+        average = n["avg_data_file_bytes"]
         metrics.append(_metric(
             "small_file_ratio", "Small data files", None,
             f"small = under {SMALL_FILE_FRACTION:g} × {TARGET_FILE_SIZE} ({target} bytes) = "
@@ -112,46 +163,47 @@ def table_health(
             "too many files to read their sizes; judged by the average file size "
             f"({average if average is not None else 'unknown'} bytes) from the snapshot summary"))
 
-    ratio = _ratio(delete_files, None if data_files is None or delete_files is None
-                   else data_files + delete_files)
+    ratio = n["delete_file_ratio"]
     metrics.append(_metric(
         "delete_file_ratio", "Delete files", ratio,
         f"delete files / all files; flagged above {DELETE_FILE_RATIO_WARN:.0%}",
         None if ratio is None else ratio > DELETE_FILE_RATIO_WARN,
         f"{delete_files} delete files, {data_files} data files (snapshot summary)"))
 
-    pos = _summary_int(summary, "total-position-deletes") if snapshot is not None else 0
-    eq = _summary_int(summary, "total-equality-deletes") if snapshot is not None else 0
+    pos, eq = n["position_deletes"], n["equality_deletes"]
     deleted = None if pos is None and eq is None else (pos or 0) + (eq or 0)
-    ratio = _ratio(deleted, records)
+    ratio = n["deleted_row_ratio"]
     metrics.append(_metric(
         "deleted_row_ratio", "Deleted rows", ratio,
         f"(position + equality deletes) / records; flagged above {DELETED_ROW_RATIO_WARN:.0%}",
         None if ratio is None else ratio > DELETED_ROW_RATIO_WARN,
-        f"{deleted} deletes over {records} records (snapshot summary)"))
+        f"{deleted} deletes over {n['records']} records (snapshot summary)"))
 
     merge_at = _int_property(md, MIN_COUNT_TO_MERGE, MIN_COUNT_TO_MERGE_DEFAULT)
-    count = len(manifests) if manifests is not None else None
-    data_manifests = sum(1 for m in manifests or [] if m.content == ManifestContent.DATA)
+    count, data_manifests = n["manifests"], n["data_manifests"] or 0
     metrics.append(_metric(
         "manifests_per_snapshot", "Manifests in the current snapshot", count,
         f"flagged at {MIN_COUNT_TO_MERGE} ({merge_at}) or more",
         None if count is None else count >= merge_at,
-        "no current snapshot" if snapshot is None else
+        "no current snapshot" if md.current_snapshot() is None else
         f"{data_manifests} data and {(count or 0) - data_manifests} delete manifests"))
 
     max_age = _int_property(md, MAX_SNAPSHOT_AGE, MAX_SNAPSHOT_AGE_DEFAULT)
     keep = _int_property(md, MIN_SNAPSHOTS_TO_KEEP, MIN_SNAPSHOTS_TO_KEEP_DEFAULT)
-    referenced = {ref.snapshot_id for ref in md.refs.values()}
-    if md.current_snapshot_id is not None:
-        referenced.add(md.current_snapshot_id)
-    expirable = [s for s in md.snapshots
-                 if s.timestamp_ms < now_ms - max_age and s.snapshot_id not in referenced]
-    expirable = expirable[: max(0, len(md.snapshots) - keep)]
+    expirable = n["snapshots_past_expiry"]
     metrics.append(_metric(
-        "snapshots_not_expired", "Snapshots past expiry", len(expirable),
+        "snapshots_not_expired", "Snapshots past expiry", expirable,
         f"older than {MAX_SNAPSHOT_AGE} ({max_age} ms) and not referenced by a ref; "
         f"keeping at least {MIN_SNAPSHOTS_TO_KEEP} ({keep})",
-        len(expirable) > 0,
-        f"{len(md.snapshots)} snapshots in the metadata"))
+        expirable > 0,
+        f"{n['snapshots']} snapshots in the metadata"))
     return metrics
+
+
+def attention(health: Sequence[dict[str, Any]]) -> float:
+    """How much a table needs attention, to rank tables worst first: one per sign that warns,
+    plus (under one) the largest of its ratios, so that among tables with as many warnings
+    the one with more small files, delete files or deleted rows comes first."""
+    warnings = sum(1 for m in health if m["status"] == WARN)
+    ratios = [m["value"] for m in health if isinstance(m["value"], float)]
+    return warnings + 0.99 * min(1.0, max(ratios, default=0.0))

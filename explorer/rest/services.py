@@ -30,7 +30,10 @@ from django.db import transaction
 
 from explorer.access import permissions
 from explorer.catalogs import catalog_get, catalog_storage_properties
-from explorer.models import AuditEntry, EngineReport
+from explorer.maintenance.metrics import metrics_record
+from explorer.models import AuditEntry, EngineReport, TableMetrics
+from explorer.tables import selectors
+from floe.catalog.rest import RestCatalog
 from floe.rest_server import (
     Access,
     Call,
@@ -129,7 +132,31 @@ def audit_changes(*, user: Any, engine: str, operation: Operation, changes: Iter
             snapshot_before=change.snapshot_before, snapshot_after=change.snapshot_after,
             outcome=_outcome(change), error=change.error, started_at=started_at,
             finished_at=finished_at, duration_ms=duration))
+        if change.outcome == "succeeded" and change.metadata_after and change.table and \
+                change.action in _STATE_MAKING:
+            _record_health(change)
     return entries
+
+
+#: Changes after which the table is at a new state of its own (its health is recorded).
+_STATE_MAKING = ("commit", "create_table", "register_table")
+
+
+def _record_health(change: Change) -> None:
+    """The health of the state a REST commit made, from its metadata only (no manifest read
+    on an engine's commit path; the sweep never reads it again). Not for proxied catalogs:
+    their tables are read through the upstream, which the sweep does."""
+    try:
+        if isinstance(catalog_get(change.catalog), RestCatalog):
+            return
+        table = selectors.table_load(catalog=change.catalog, namespace=".".join(
+            change.namespace), name=change.table or "")
+    except Exception:  # the commit is made: its health row is a side matter
+        log.warning("the health of %s after a REST commit could not be read", change.table)
+        return
+    if table.metadata_location == change.metadata_after:  # else another commit came between
+        metrics_record(table=table, source=TableMetrics.Source.REST, read_files=False,
+                       external=False)
 
 
 # -- metrics reports -------------------------------------------------------------------------

@@ -262,26 +262,34 @@ def _int_or_none(value: str | None) -> int | None:
         return None
 
 
-def table_health_get(*, table: Table) -> list[dict[str, Any]]:
-    """Health of the current state: one manifest-list read, plus the current data manifests
-    only when the list's counts say they hold at most HEALTH_MAX_FILES live files."""
-    md = table.metadata
-    current = md.current_snapshot()
+def health_inputs(table: Table, *, file_sizes: bool = True
+                  ) -> tuple[list[ManifestFile] | None, list[int] | None, str | None]:
+    """What health is judged from beyond the metadata: the current manifest list (one read)
+    and, with ``file_sizes``, the live data files' sizes, read only when the list's counts
+    say they are at most HEALTH_MAX_FILES (else None); and the error that left them unknown
+    (health is a side matter: an unreadable manifest leaves its numbers unknown)."""
+    current = table.metadata.current_snapshot()
     manifests: list[ManifestFile] | None = None
     sizes: list[int] | None = None
-    error: str | None = None
-    try:  # health is a side panel: an unreadable manifest leaves its metrics unknown
+    try:
         manifests = _manifest_list(table, current) if current is not None else []
         data = [m for m in manifests if m.content == ManifestContent.DATA]
         counts = [(m.added_files_count, m.existing_files_count) for m in data]
-        if all(a is not None and e is not None for a, e in counts) and \
+        if file_sizes and all(a is not None and e is not None for a, e in counts) and \
                 sum((a or 0) + (e or 0) for a, e in counts) <= HEALTH_MAX_FILES:
             sizes = [e.data_file.file_size_in_bytes for m in data for e in _live(table, m)]
     except FloeError as exc:
         logger.warning("health of %s: %s", table.identifier, exc)
-        error = str(exc)
-    metrics = table_health(md, now_ms=int(time.time() * 1000), manifests=manifests,
-                           data_file_sizes=sizes)
+        return manifests, None, str(exc)
+    return manifests, sizes, None
+
+
+def table_health_get(*, table: Table) -> list[dict[str, Any]]:
+    """Health of the current state: one manifest-list read, plus the current data manifests
+    only when the list's counts say they hold at most HEALTH_MAX_FILES live files."""
+    manifests, sizes, error = health_inputs(table)
+    metrics = table_health(table.metadata, now_ms=int(time.time() * 1000),
+                           manifests=manifests, data_file_sizes=sizes)
     if error is not None:
         metrics.append({"key": "unreadable", "label": "Unreadable metadata", "value": None,
                         "threshold": "every file of the current snapshot is readable",

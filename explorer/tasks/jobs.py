@@ -19,6 +19,7 @@ from typing import Any
 from celery import shared_task
 from django.conf import settings
 
+from explorer.maintenance import metrics
 from explorer.tasks import lifecycle
 from explorer.tasks.runners import runner_for
 from explorer.tasks.runtime import execute
@@ -48,4 +49,13 @@ def reap() -> dict[str, int]:
     done = lifecycle.task_runs_reap()
     if any(done.values()):
         logger.info("reaper: %s", done)
+    return done
+
+
+@shared_task(name="explorer.tasks.metrics_sweep", ignore_result=True, acks_late=False)
+def metrics_sweep() -> dict[str, int]:
+    """Every catalog's tables: the health of each state not recorded yet
+    (explorer.maintenance.metrics)."""
+    done = metrics.metrics_sweep().as_dict()
+    logger.info("health sweep: %s", done)
     return done

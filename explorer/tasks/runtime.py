@@ -29,7 +29,8 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connections
 
-from explorer.models import TaskRun
+from explorer.maintenance.metrics import metrics_record
+from explorer.models import TableMetrics, TaskRun
 from explorer.tables import selectors
 from explorer.tasks import lifecycle
 from explorer.tasks.kinds import KINDS
@@ -243,6 +244,19 @@ def execute(task_run_id: int, *, threaded: bool,
                                  progress=ctx.milestone())
         return
     ctx.stop()
+    after = _after(run) if spec.table_scoped else None
     lifecycle.task_run_finish(task_run_id=run.pk, state=TaskRun.State.SUCCEEDED, result=result,
-                             after=_after(run) if spec.table_scoped else None,
-                             progress=ctx.milestone())
+                             after=after, progress=ctx.milestone())
+    if spec.changes_table and after is not None and after[0] and after[0] != run.metadata_before:
+        _record_health(run)
+
+
+def _record_health(run: TaskRun) -> None:
+    """The health of the state the run's commit made (explorer.maintenance.metrics)."""
+    try:
+        table = selectors.table_load(catalog=run.catalog, namespace=run.namespace,
+                                     name=run.table)
+    except Exception:  # noqa: BLE001 - the run succeeded; its health row is a side matter
+        logger.warning("task run %s: the table could not be read for its health", run.pk)
+        return
+    metrics_record(table=table, source=TableMetrics.Source.TASK, external=False)

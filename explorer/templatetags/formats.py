@@ -91,3 +91,18 @@ def script_json(text: Any) -> str:
     """A JSON document (text) to put inside ``<script type="application/json">``: the same
     JSON, with ``<``, ``>`` and ``&`` written as ``\\u`` escapes (as Django's json_script)."""
     return mark_safe(str(text).translate(_SCRIPT_JSON_ESCAPES))
+
+
+@register.filter
+def duration_ago(seconds: Any) -> str:
+    """An age in seconds for people: ``40 s ago``, ``5 min ago``, ``3 h ago``, ``12 d ago``."""
+    if seconds is None or seconds == "":
+        return "—"
+    s = int(seconds)
+    if s < 60:
+        return f"{s} s ago"
+    if s < 3600:
+        return f"{s // 60} min ago"
+    if s < 86400:
+        return f"{s // 3600} h ago"
+    return f"{s // 86400:,} d ago"

@@ -27,7 +27,8 @@ from rest_framework.authtoken.models import Token
 
 from api import iceberg_auth
 from explorer.audit.selectors import table_audit
-from explorer.models import AuditEntry, CatalogGrant
+from explorer.maintenance.metrics import metrics_sweep
+from explorer.models import AuditEntry, CatalogGrant, TableMetrics
 from floe.catalog.base import TableIdentifier
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.catalog.rest import RestCatalog
@@ -178,6 +179,14 @@ def test_pyiceberg_creates_appends_and_evolves_and_each_commit_is_the_users(site
                    {"format": "json"}).json()
     assert [(r["source"], r["actor"], r["action"]) for r in doc][0] == (
         "floe", "mia", "rest_commit")
+    # each state a REST commit made has its health row, from the metadata alone; the sweep
+    # finds nothing new
+    health = list(TableMetrics.objects.filter(catalog=site.sql, table="events").order_by("id"))
+    assert [h.metadata_location for h in health] == [e.metadata_after for e in entries]
+    assert {(h.source, h.external) for h in health} == {("rest", False)}
+    assert [h.records for h in health] == [0, 5, 5, 10]
+    assert health[-1].snapshots == 2 and health[-1].manifests is None
+    assert metrics_sweep(catalogs=[site.sql]).recorded == 0
 
 
 def test_pyiceberg_with_a_credential_gets_a_token_from_the_oauth_endpoint(site: Site) -> None:

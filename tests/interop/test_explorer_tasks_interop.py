@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from explorer.audit.selectors import audit_rows_described, table_audit
-from explorer.models import AuditEntry, CatalogGrant, TaskRun
+from explorer.maintenance.metrics import metrics_sweep
+from explorer.models import AuditEntry, CatalogGrant, TableMetrics, TaskRun
 from explorer.tables import selectors
 from explorer.tasks import services
 from explorer.tasks.jobs import run_task
@@ -178,3 +179,28 @@ def test_a_spark_commit_is_attributed_to_external_in_the_table_audit(oracle: Any
     assert AuditEntry.objects.get(task_run_id=done.pk).metadata_after == rollback.metadata_file
     assert all(r.source == "external" for r in older)
     assert [r.operation for r in older if r.operation] == ["append", "append"]
+
+
+def test_the_health_sweep_records_a_spark_commit_as_external_with_its_engine(
+        oracle: Any, maintainer: Any) -> None:
+    """Floe's task records the state it made; a commit Spark + Iceberg Java makes afterwards
+    is found by the sweep, recorded as external with the engine its summary names."""
+    name = spark_table(oracle, inserts=2)
+    first = floe_table(oracle, name).snapshots()[0].snapshot_id
+    done = run(maintainer, "rollback", name, snapshot_id=first)
+    ours = TableMetrics.objects.get(catalog="local", namespace=NS, table=name)
+    assert (ours.source, ours.external) == ("task", False)
+    assert ours.metadata_location == AuditEntry.objects.get(task_run_id=done.pk).metadata_after
+    oracle.sql([f"INSERT INTO oracle.{NS}.{name} VALUES (77, 's0', 1)"])
+    swept = metrics_sweep(catalogs=["local"])
+    assert swept.recorded >= 1
+    theirs = TableMetrics.objects.filter(catalog="local", namespace=NS, table=name
+                                         ).order_by("-id").first()
+    assert theirs is not None and theirs.pk != ours.pk
+    assert (theirs.source, theirs.external, theirs.records) == ("sweep", True, 7)  # 6 + 1
+    assert theirs.engine.startswith("Spark 3.5.") and " · Apache Iceberg 1.10." in theirs.engine
+    assert theirs.metadata_location == floe_table(oracle, name).metadata_location
+    again = metrics_sweep(catalogs=["local"])
+    assert not TableMetrics.objects.filter(catalog="local", namespace=NS, table=name,
+                                           pk__gt=theirs.pk).exists()
+    assert again.recorded <= swept.recorded

@@ -1,0 +1,150 @@
+"""A table's health over time: one :class:`TableMetrics` row per table state (metadata file)
+Floe observes, with the numbers :func:`floe.health.table_metrics` counts.
+
+Recorded by :func:`metrics_record` after a task of Floe's committed (the worker), after a
+commit through the served REST catalog (the request: from the metadata and the manifest
+list only, no data manifest read on an engine's commit path), and by :func:`metrics_sweep`,
+which lists every catalog's tables and reads the current metadata of each (one metadata read
+per table that changed; unchanged files are cached), recording a state no Floe task or REST
+commit of this site made as ``external`` with the engine its snapshot summary names. A state
+is recorded once (the sweep after a task's commit adds nothing). Never raises into the
+change that caused it: a failure to record is logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+
+from explorer.audit.selectors import summary_engine
+from explorer.models import AuditEntry, TableMetrics
+from explorer.tables import selectors
+from explorer.tables.details import health_inputs
+from floe.errors import FloeError
+from floe.health import attention, table_health, table_metrics
+from floe.table import Table
+
+__all__ = ["SweepResult", "metrics_history", "metrics_record", "metrics_sweep"]
+
+logger = logging.getLogger(__name__)
+
+_FIELDS = [f.name for f in TableMetrics._meta.concrete_fields]
+
+
+def _key(table: Table) -> dict[str, str]:
+    ref = selectors.table_ref(table)
+    return {"catalog": ref.catalog, "namespace": ref.namespace, "table": ref.name}
+
+
+def _made_here(key: dict[str, str], location: str) -> bool:
+    """A Floe task or REST commit of this site made the state (its audit entry says so)."""
+    return AuditEntry.objects.filter(**key, metadata_after=location).exists()
+
+
+def metrics_record(*, table: Table, source: str, read_files: bool = True,
+                   external: bool | None = None) -> TableMetrics | None:
+    """The row of the table's current state, recorded unless it is already (None when it
+    could not be made: logged). ``read_files``: read the manifest list, the live data files'
+    sizes (bounded, see :func:`explorer.tables.details.health_inputs`) and the metadata
+    file's size; without, the numbers the metadata holds only (an engine's commit path);
+    ``external``: None asks the audit trail."""
+    key = _key(table)
+    location = table.metadata_location
+    try:
+        found = TableMetrics.objects.filter(**key, metadata_location=location).first()
+        if found is not None:
+            return found
+        manifests, sizes, metadata_bytes = None, None, None
+        if read_files:
+            manifests, sizes, _ = health_inputs(table)
+            try:
+                metadata_bytes = table.io.size(location)
+            except (OSError, FloeError):
+                metadata_bytes = None
+        now_ms = int(time.time() * 1000)
+        numbers = table_metrics(table.metadata, now_ms=now_ms, manifests=manifests,
+                                data_file_sizes=sizes, metadata_bytes=metadata_bytes)
+        health = table_health(table.metadata, now_ms=now_ms, manifests=manifests,
+                              data_file_sizes=sizes)
+        snapshot = table.current_snapshot()
+        engine = summary_engine(dict(snapshot.summary)) if snapshot is not None else None
+        if external is None:
+            external = not _made_here(key, location)
+        row = TableMetrics(**key, metadata_location=location, source=source,
+                           external=external, engine=(engine or "")[:255], current=True,
+                           warnings=[m["key"] for m in health if m["status"] == "warn"],
+                           attention=attention(health),
+                           **{k: v for k, v in numbers.items() if k in _FIELDS})
+        try:
+            with transaction.atomic():
+                row.save()
+                # the newest recorded state is the table's current one (the fleet view's)
+                TableMetrics.objects.filter(**key, current=True).exclude(pk=row.pk).update(
+                    current=False)
+        except IntegrityError:  # recorded meanwhile (a sweep beside a task)
+            return TableMetrics.objects.filter(**key, metadata_location=location).first()
+        return row
+    except Exception:  # the change is made: its health row is a side matter
+        logger.exception("could not record the health of %s:%s.%s", key["catalog"],
+                         key["namespace"], key["table"])
+        return None
+
+
+@dataclass
+class SweepResult:
+    catalogs: int = 0
+    tables: int = 0
+    recorded: int = 0
+    external: int = 0
+    errors: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+def metrics_sweep(*, catalogs: list[str] | None = None) -> SweepResult:
+    """Every table of every catalog (or of ``catalogs``): its current state recorded when
+    it is new. A catalog or table that cannot be read is counted and logged, the rest go on."""
+    result = SweepResult()
+    names = catalogs if catalogs is not None else [c.name for c in selectors.catalog_list()]
+    for name in names:
+        try:
+            refs = selectors.catalog_table_refs(catalog=name)
+        except Exception as exc:  # one catalog down: the others are swept
+            logger.warning("health sweep: catalog %s: %s", name, exc)
+            result.errors += 1
+            continue
+        result.catalogs += 1
+        for ref in refs:
+            result.tables += 1
+            try:
+                table = selectors.table_load(catalog=ref.catalog, namespace=ref.namespace,
+                                             name=ref.name)
+            except Exception as exc:
+                logger.warning("health sweep: %s:%s.%s: %s", ref.catalog, ref.namespace,
+                               ref.name, exc)
+                result.errors += 1
+                continue
+            key = _key(table)
+            if TableMetrics.objects.filter(**key, metadata_location=table.metadata_location
+                                           ).exists():
+                continue
+            row = metrics_record(table=table, source=TableMetrics.Source.SWEEP)
+            if row is None:
+                result.errors += 1
+            else:
+                result.recorded += 1
+                result.external += row.external
+    return result
+
+
+def metrics_history(*, catalog: str, namespace: str, table: str, limit: int = 500
+                    ) -> list[TableMetrics]:
+    """The table's recorded states, oldest first (at most the newest ``limit``)."""
+    rows = list(TableMetrics.objects.filter(catalog=catalog, namespace=namespace, table=table)
+                .order_by("-id")[:limit])
+    rows.reverse()
+    return rows

@@ -1,0 +1,32 @@
+"""The fleet view (``/fleet/``): every table ranked by what needs attention, from the stored
+health (explorer.maintenance.selectors), filterable by catalog and namespace, paged."""
+
+from __future__ import annotations
+
+import time
+
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from explorer.access.auth import read_access_required
+from explorer.maintenance.selectors import WARNING_LABELS, fleet, fleet_catalogs
+
+PAGE_SIZE = 100
+
+
+@read_access_required
+def fleet_page(request: HttpRequest) -> HttpResponse:
+    catalogs = fleet_catalogs(user=request.user)
+    catalog = request.GET.get("catalog", "").strip()
+    namespace = request.GET.get("namespace", "").strip()[:255]
+    rows = fleet(user=request.user, catalog=catalog or None, namespace=namespace or None)
+    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
+    now_ms = int(time.time() * 1000)
+    for row in page.object_list:
+        row.warning_labels = [WARNING_LABELS.get(w, w) for w in row.warnings]
+        row.age_s = max(0, (now_ms - row.last_commit_ms) // 1000) if row.last_commit_ms \
+            else None
+    return render(request, "explorer/fleet.html", {
+        "page": page, "catalogs": catalogs, "catalog": catalog, "namespace": namespace,
+        "unknown_catalog": bool(catalog) and catalog not in catalogs})
