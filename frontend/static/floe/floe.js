@@ -64,9 +64,11 @@
       return '"' + token + '"';
     }));
   }
-  // plotly.js is large (1.4 MB, scripts/build-plotly.sh): a page's numbers come first, its
-  // charts after. The first call fetches it once the page has loaded and the browser is
-  // idle; every call resolves with window.Plotly.
+  // plotly.js is large (scripts/build-plotly.sh): a page's numbers come first, its charts
+  // after. A page with charts preloads it (explorer/plotly_preload.html: the bytes arrive and
+  // compile while the page is parsed and painted); the first call runs it in the task after
+  // the next frame, so never before the page has been painted. Every call resolves with
+  // window.Plotly.
   var plotlyLoaded = null;
   function plotly(src) {
     if (!plotlyLoaded) {
@@ -78,12 +80,7 @@
           script.onerror = function () { reject(new Error("could not load " + src)); };
           document.head.appendChild(script);
         }
-        function whenIdle() {
-          if (window.requestIdleCallback) window.requestIdleCallback(load, { timeout: 200 });
-          else setTimeout(load, 0);
-        }
-        if (document.readyState === "complete") whenIdle();
-        else window.addEventListener("load", whenIdle);
+        window.requestAnimationFrame(function () { setTimeout(load, 0); });
       });
     }
     return plotlyLoaded;
