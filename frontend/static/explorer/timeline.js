@@ -25,6 +25,7 @@
     // WebGL keeps a long history interactive; for a short one SVG draws sooner (no WebGL
     // context, no shaders to compile) and every point is an element of the page.
     var kind = data.count >= Number(el.getAttribute("data-webgl-from")) ? "scattergl" : "scatter";
+    if (kind === "scattergl") Plotly.registerScattergl();  // bundled, registered on first use
     var urlTemplate = el.getAttribute("data-snapshot-url");
     var colours = { append: "#2563eb", overwrite: "#d97706", "delete": "#dc2626", replace: "#7c3aed", unknown: "#6b7280" };
     var summaryKeys = ["added_records", "deleted_records", "added_data_files", "deleted_data_files",
