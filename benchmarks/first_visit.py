@@ -10,8 +10,8 @@ opens the overview of ``--table`` and reports, in ms from the start of the navig
 - **html**: the whole HTML received;
 - **numbers**: the first contentful paint (the totals and health are in the HTML);
 - **ready**: DOMContentLoaded;
-- **charts**: the timeline and totals charts drawn by plotly (plotly.js is fetched after the
-  page has loaded);
+- **charts**: the timeline and totals charts drawn by plotly (plotly.js is preloaded by the
+  page's head and run after its first paint);
 - the bytes of plotly.js transferred and decoded.
 
 With the plotly Python package installed, the same visits are timed once more with its full
