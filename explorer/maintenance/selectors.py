@@ -42,3 +42,39 @@ def fleet(*, user: Any, catalog: str | None = None, namespace: str | None = None
     if namespace:
         rows = rows.filter(Q(namespace=namespace) | Q(namespace__startswith=namespace + "."))
     return rows.order_by("-attention", "catalog", "namespace", "table")
+
+
+#: What a table's overview draws as sparklines, from its recorded states: (field, label,
+#: how the newest value reads).
+SPARKLINES = (("data_files", "Data files", "count"), ("small_file_ratio", "Small files", "ratio"),
+              ("delete_files", "Delete files", "count"), ("records", "Rows in data files", "count"),
+              ("manifests", "Manifests", "count"), ("snapshots", "Snapshots", "count"))
+_W, _H = 120, 24
+
+
+def _points(values: list[float]) -> str:
+    low, high = min(values), max(values)
+    span = (high - low) or 1.0
+    step = _W / max(1, len(values) - 1)
+    return " ".join(f"{i * step:.1f},{_H - 2 - (v - low) / span * (_H - 4):.1f}"
+                    for i, v in enumerate(values))
+
+
+def health_sparklines(*, catalog: str, namespace: str, table: str, limit: int = 60
+                      ) -> tuple[int, list[dict[str, Any]]]:
+    """The table's recorded states (how many, of the newest ``limit``) and, per metric, an
+    SVG polyline of its values oldest → newest (None where a state did not know it), with the
+    first and newest value."""
+    rows = list(TableMetrics.objects.filter(catalog=catalog, namespace=namespace, table=table)
+                .order_by("-id").values(*(f for f, _, _ in SPARKLINES))[:limit])
+    rows.reverse()
+    lines = []
+    for field, label, unit in SPARKLINES:
+        values = [r[field] for r in rows if r[field] is not None]
+        if not values:
+            continue
+        shown = [f"{v:.0%}" if unit == "ratio" else f"{v:,}" for v in (values[0], values[-1])]
+        lines.append({"field": field, "label": label, "first": shown[0], "last": shown[1],
+                      "points": _points([float(v) for v in values]) if len(values) > 1 else "",
+                      "count": len(values), "width": _W, "height": _H})
+    return len(rows), lines

@@ -15,6 +15,7 @@ from django.urls import reverse
 
 from explorer.access.auth import read_access_required
 from explorer.audit.selectors import task_runs
+from explorer.maintenance.selectors import health_sparklines
 from explorer.models import TaskRun
 from explorer.sorting import by_key, parse_sort, sort_rows
 from explorer.tables import details as st
@@ -44,8 +45,12 @@ def table_overview(request: HttpRequest, catalog: str, ns: str, table: str) -> H
     url = reverse("table:snapshot", kwargs={"catalog": catalog, "ns": ns, "table": table, "snapshot_id": 0})
     running = task_runs(user=request.user, catalog=catalog, namespace=ns, table=table).filter(
         state__in=(TaskRun.State.QUEUED, TaskRun.State.RUNNING))[:20]
+    ref = selectors.table_ref(t)
+    states, sparklines = health_sparklines(catalog=ref.catalog, namespace=ref.namespace,
+                                           table=ref.name)
     return render(request, "explorer/table_overview.html", _context(
         t, overview=st.table_overview(table=t), health=st.table_health_get(table=t),
+        health_states=states, sparklines=sparklines,
         timeline=timeline, snapshot_url=url.replace("/0/", "/{id}/"), running=list(running),
         webgl_from=TIMELINE_WEBGL_FROM,
     ))

@@ -172,3 +172,26 @@ def test_the_fleet_shows_only_catalogs_the_user_may_read(lake: Path, settings: A
     assert re.findall(r'data-catalog="([^"]+)" data-table="([^"]+)"', doc) == [
         ("other", "sales.orders")]
     assert Client().get("/fleet/").status_code == 302  # anonymous: to the login page
+
+
+def test_the_overview_draws_the_health_over_time(lake: Path) -> None:
+    client = Client()
+    client.force_login(user_with("vic", "viewer"))
+    url = "/catalogs/local/namespaces/ns/tables/events/"
+    doc = client.get(url).content.decode()
+    assert 'data-states="0"' in doc and 'id="health-history-none"' in doc
+    table = load(lake, "ns")
+    metrics_sweep()
+    for i in range(3):
+        table = table.append(rows(1000 + i * 10, 10))
+        metrics_sweep()
+    doc = client.get(url).content.decode()
+    assert 'data-states="4"' in doc
+    line = re.search(r'<li data-metric="records">(.*?)</li>', doc, re.S)
+    assert line is not None
+    points = re.search(r'points="([^"]+)"', line.group(1)).group(1).split()
+    assert len(points) == 4  # one per recorded state, rising
+    heights = [float(p.split(",")[1]) for p in points]
+    assert heights == sorted(heights, reverse=True) and heights[0] > heights[-1]
+    assert "300 → 330 over 4" in line.group(1)
+    assert 'data-metric="data_files"' in doc and 'data-metric="small_file_ratio"' in doc
