@@ -33,7 +33,7 @@ from api import serializers
 from api.renderers import FloeJSONRenderer
 from api.views import CATALOG, NAMESPACE, TABLE
 from explorer import ratelimit
-from explorer.access import services as acce_services
+from explorer.access import services as access_services
 from explorer.audit.selectors import (
     audit_csv,
     audit_entries,
@@ -217,11 +217,11 @@ class GrantViewSet(mixins.ListModelMixin, mixins.DestroyModelMixin, viewsets.Gen
     def create(self, request: Request) -> Response:
         form = serializers.GrantCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        grant = acce_services.grant_add(actor=request.user, username=form.validated_data["user"],
+        grant = access_services.grant_add(actor=request.user, username=form.validated_data["user"],
                                    catalog=form.validated_data["catalog"],
                                    role=form.validated_data["role"], via=_via(request))
         return Response(self.get_serializer(grant).data, status=status.HTTP_201_CREATED)
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        acce_services.grant_remove(actor=request.user, grant_id=kwargs["pk"], via=_via(request))
+        access_services.grant_remove(actor=request.user, grant_id=kwargs["pk"], via=_via(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
