@@ -2,12 +2,13 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
-from api import views, views_read, views_scan, views_tasks
+from api import views, views_policies, views_read, views_scan, views_tasks
 
 router = SimpleRouter()
 router.register("tasks", views_tasks.TaskRunViewSet, basename="task")
 router.register("audit", views_tasks.AuditViewSet, basename="audit")
 router.register("grants", views_tasks.GrantViewSet, basename="grant")
+router.register("policies", views_policies.PolicyViewSet, basename="policy")
 
 _tables = "catalogs/<str:catalog>/namespaces/<str:ns>/tables/"
 

@@ -69,6 +69,16 @@ class AccessInvalid(errors.ValidationError):
         self.param = param
 
 
+class PolicyInvalid(errors.ValidationError):
+    """A maintenance policy that cannot be stored as given (400): ``param`` names the field
+    (``name``, ``action``, ``catalog``, ``tables``, ``params.<key>``, ``every_seconds``,
+    ``window``); nothing is stored."""
+
+    def __init__(self, param: str, message: str) -> None:
+        super().__init__(message)
+        self.param = param
+
+
 class RequestTooLarge(errors.FloeError):
     """A request body larger than the site accepts (Django's DATA_UPLOAD_MAX_MEMORY_SIZE); the
     message says the limit, ``limit`` is it in bytes (413)."""

@@ -391,3 +391,38 @@ class TableMetrics(models.Model):
 
     def __str__(self) -> str:
         return f"{self.catalog}:{self.namespace}.{self.table} at {self.metadata_location}"
+
+
+class MaintenancePolicy(models.Model):
+    """Maintenance on autopilot: an action (a task kind of Floe's) for the tables of a catalog
+    (or every catalog, ``*``) whose ``namespace.table`` matches a pattern, with its
+    thresholds and options (``params``), evaluated every ``every_seconds``, optionally only
+    inside a daily window (UTC). Where several policies of one action match a table, the
+    nearest wins (explorer.maintenance.policies)."""
+
+    class Action(models.TextChoices):
+        EXPIRE = "expire_snapshots", "expire snapshots"
+        ORPHANS = "remove_orphan_files", "remove orphan files"
+        COMPACT = "compact", "compact data files"
+        REWRITE_MANIFESTS = "rewrite_manifests", "rewrite manifests"
+        PARTITION_STATS = "compute_partition_stats", "compute partition statistics"
+
+    name = models.CharField(max_length=64, unique=True)
+    action = models.CharField(max_length=32, choices=Action.choices)
+    catalog = models.CharField(max_length=255, default="*")
+    tables = models.CharField(max_length=512, default="*")
+    params = models.JSONField(default=dict, blank=True)
+    every_seconds = models.IntegerField(default=86400)
+    window_start = models.CharField(max_length=5, blank=True, default="")
+    window_end = models.CharField(max_length=5, blank=True, default="")
+    paused = models.BooleanField(default=False)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"policy {self.name!r}: {self.get_action_display()} on {self.catalog}:{self.tables}"

@@ -1,0 +1,89 @@
+"""Maintenance policies under ``/api/policies/``: list and read (any reader), create (the
+admin role on the policy's catalog; a 400 naming the field when one does not hold, nothing
+stored), pause and resume (the same role), and what the policies would do now
+(``/api/policies/preview/``, ``/api/policies/{id}/preview/``: per table, due or not and why,
+from the recorded health; nothing runs). explorer.maintenance.policies."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from explorer.access import permissions
+from explorer.maintenance.policies import policies_preview, policy_create
+from explorer.models import MaintenancePolicy
+
+
+class PolicySerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    window = serializers.SerializerMethodField()
+
+    class Meta:
+        model = MaintenancePolicy
+        fields = ("id", "name", "action", "catalog", "tables", "params", "every_seconds",
+                  "window", "paused", "created_at", "updated_at")
+
+    def get_window(self, policy: MaintenancePolicy) -> str:
+        return f"{policy.window_start}-{policy.window_end}" if policy.window_start else ""
+
+
+class PolicyCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """The fields as sent; every check is the service's (one place)."""
+
+    name = serializers.JSONField()
+    action = serializers.JSONField()
+    catalog = serializers.JSONField(required=False, default="*")
+    tables = serializers.JSONField(required=False, default="*")
+    params = serializers.JSONField(required=False, default=dict)
+    every_seconds = serializers.JSONField(required=False, default=86400)
+    window = serializers.JSONField(required=False, default=None)
+    paused = serializers.BooleanField(required=False, default=False)
+
+
+class PolicyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                    viewsets.GenericViewSet):  # type: ignore[type-arg]
+    """Maintenance policies: an action for the tables of a catalog that match a pattern, with
+    its thresholds, schedule and window."""
+
+    serializer_class = PolicySerializer
+    queryset = MaintenancePolicy.objects.all()
+
+    @extend_schema(request=PolicyCreateSerializer, responses={201: PolicySerializer})
+    def create(self, request: Request) -> Response:
+        form = PolicyCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        policy = policy_create(user=request.user, **form.validated_data)
+        return Response(self.get_serializer(policy).data, status=status.HTTP_201_CREATED)
+
+    def _set_paused(self, request: Request, paused: bool) -> Response:
+        policy = self.get_object()
+        permissions.require_administer(user=request.user, catalog=policy.catalog)
+        policy.paused = paused
+        policy.save(update_fields=["paused", "updated_at"])
+        return Response(self.get_serializer(policy).data)
+
+    @extend_schema(request=None, responses=PolicySerializer)
+    @action(detail=True, methods=["post"])
+    def pause(self, request: Request, pk: Any = None) -> Response:
+        return self._set_paused(request, True)
+
+    @extend_schema(request=None, responses=PolicySerializer)
+    @action(detail=True, methods=["post"])
+    def resume(self, request: Request, pk: Any = None) -> Response:
+        return self._set_paused(request, False)
+
+    @action(detail=False, methods=["get"], url_path="preview")
+    def preview_all(self, request: Request) -> Response:
+        """What every policy would do now, table by table."""
+        return Response([asdict(d) for d in policies_preview(user=request.user)])
+
+    @action(detail=True, methods=["get"])
+    def preview(self, request: Request, pk: Any = None) -> Response:
+        """What this policy would do now, table by table."""
+        return Response([asdict(d) for d in policies_preview(user=request.user,
+                                                              policy=self.get_object())])

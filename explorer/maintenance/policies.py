@@ -1,0 +1,228 @@
+"""Maintenance policies (:class:`MaintenancePolicy`): stored only when every field holds
+(:func:`policy_create`: a 400 naming the field otherwise, nothing stored), and what each would
+do now (:func:`policies_preview`): for every table it covers, whether its recorded health
+(explorer.maintenance.metrics, the current state; no table is opened) calls for the action,
+and why.
+
+Which policy covers a table: among the policies of one action whose catalog (or ``*``) and
+``tables`` pattern (shell-style on ``namespace.table``: ``web.*``, ``*.events``, ``*``) match
+it, the nearest wins: a named catalog over ``*``, then the pattern with more literal
+characters (``web.events`` over ``web.*`` over ``*``), then the name.
+
+What calls for each action (``params``):
+
+- ``compact``: ``small_file_ratio`` and/or ``delete_file_ratio`` (0–1: the table's share of
+  small files, of delete files, above which it is compacted; one at least);
+  ``target_file_size_bytes`` (optional, at least 1 MiB);
+- ``rewrite_manifests``: ``manifests`` (2 or more: the current snapshot's manifest count at
+  which they are rewritten);
+- ``expire_snapshots``: ``older_than_days`` (optional, above 0: otherwise the table's own
+  ``history.expire.max-snapshot-age-ms``), ``retain_last`` (optional, 1 or more); due when
+  the recorded state has snapshots past expiry, or on its schedule when ``older_than_days``
+  is given;
+- ``remove_orphan_files``: ``older_than_days`` (1 or more: Java refuses less without force);
+  due on its schedule;
+- ``compute_partition_stats``: due on its schedule.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from explorer.access import permissions
+from explorer.errors import PolicyInvalid
+from explorer.models import MaintenancePolicy, TableMetrics
+from explorer.tables import selectors
+
+__all__ = ["Decision", "policies_preview", "policy_create", "policy_for"]
+
+A = MaintenancePolicy.Action
+_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+_TIME = re.compile(r"([01]\d|2[0-3]):([0-5]\d)")
+_PATTERN = re.compile(r"[A-Za-z0-9_.*?\[\]-]{1,512}")
+MIN_EVERY, MAX_EVERY = 60, 30 * 86400
+MIB = 1024 * 1024
+
+#: Per action: parameter → (type, lowest, highest); None: no bound.
+_PARAMS: dict[str, dict[str, tuple[type, float | None, float | None]]] = {
+    A.COMPACT: {"small_file_ratio": (float, 0.0, 1.0), "delete_file_ratio": (float, 0.0, 1.0),
+                "target_file_size_bytes": (int, MIB, 2 ** 40)},
+    A.REWRITE_MANIFESTS: {"manifests": (int, 2, 1_000_000)},
+    A.EXPIRE: {"older_than_days": (float, 0.0, 36500.0), "retain_last": (int, 1, 1_000_000)},
+    A.ORPHANS: {"older_than_days": (float, 1.0, 36500.0)},
+    A.PARTITION_STATS: {},
+}
+
+
+def _params(action: str, raw: Any) -> dict[str, Any]:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise PolicyInvalid("params", "params must be an object of the action's settings")
+    allowed = _PARAMS[action]
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in allowed:
+            raise PolicyInvalid(f"params.{key}", f"{action} has no setting {key!r}; its "
+                                f"settings: {', '.join(allowed) or 'none'}")
+        kind, low, high = allowed[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                (kind is int and not float(value).is_integer()):
+            raise PolicyInvalid(f"params.{key}", f"{key} must be a "
+                                f"{'whole number' if kind is int else 'number'}, not {value!r}")
+        number = kind(value)
+        exclusive_low = key.endswith("_ratio") or (key == "older_than_days" and low == 0.0)
+        if (low is not None and (number <= low if exclusive_low else number < low)) or \
+                (high is not None and number > high):
+            floor = "above" if exclusive_low else "at least"
+            raise PolicyInvalid(f"params.{key}", f"{key} must be {floor} {low:g} and at most "
+                                f"{high:g}, not {value!r}")
+        out[key] = number
+    if action == A.COMPACT and not ({"small_file_ratio", "delete_file_ratio"} & out.keys()):
+        raise PolicyInvalid("params.small_file_ratio", "compact needs small_file_ratio or "
+                            "delete_file_ratio: the threshold that calls for it")
+    if action == A.REWRITE_MANIFESTS and "manifests" not in out:
+        raise PolicyInvalid("params.manifests", "rewrite_manifests needs manifests: the "
+                            "manifest count at which they are rewritten")
+    if action == A.ORPHANS and "older_than_days" not in out:
+        raise PolicyInvalid("params.older_than_days", "remove_orphan_files needs "
+                            "older_than_days (1 or more): files younger may be a commit's "
+                            "in progress")
+    return out
+
+
+def _covered(catalog: str, pattern: str, catalogs: list[str]) -> list[TableMetrics]:
+    rows = TableMetrics.objects.filter(current=True, catalog__in=catalogs if catalog == "*"
+                                       else [catalog])
+    return [r for r in rows.only("catalog", "namespace", "table")
+            if fnmatch.fnmatchcase(f"{r.namespace}.{r.table}", pattern)]
+
+
+def policy_create(*, user: Any, name: Any, action: Any, catalog: Any = "*", tables: Any = "*",
+                  params: Any = None, every_seconds: Any = 86400, window: Any = None,
+                  paused: bool = False) -> MaintenancePolicy:
+    """Store a policy, every field checked first (PolicyInvalid names the one at fault;
+    nothing is stored). Needs the admin role on its catalog (on every catalog for ``*``)."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise PolicyInvalid("name", "name must be 1–64 of a-z, 0-9, '-' and '_', starting "
+                            "with a letter or digit")
+    if MaintenancePolicy.objects.filter(name=name).exists():
+        raise PolicyInvalid("name", f"a policy named {name!r} exists")
+    if action not in A.values:
+        raise PolicyInvalid("action", f"action must be one of {', '.join(A.values)}, not "
+                            f"{action!r}")
+    configured = [c.name for c in selectors.catalog_list()]
+    if not isinstance(catalog, str) or (catalog != "*" and catalog not in configured):
+        raise PolicyInvalid("catalog", f"no catalog {catalog!r}: catalogs are "
+                            f"{', '.join(configured)} (or * for every one)")
+    permissions.require_administer(user=user, catalog=catalog)
+    if not isinstance(tables, str) or not _PATTERN.fullmatch(tables):
+        raise PolicyInvalid("tables", "tables must be a pattern on namespace.table (letters, "
+                            "digits, _ . - and the wildcards * ? [ ])")
+    checked = _params(action, params)
+    if isinstance(every_seconds, bool) or not isinstance(every_seconds, int) or \
+            not MIN_EVERY <= every_seconds <= MAX_EVERY:
+        raise PolicyInvalid("every_seconds", f"every_seconds must be a whole number from "
+                            f"{MIN_EVERY} to {MAX_EVERY} (30 days), not {every_seconds!r}")
+    start = end = ""
+    if window not in (None, ""):
+        found = re.fullmatch(r"(\S+)-(\S+)", window) if isinstance(window, str) else None
+        if found is None or not (_TIME.fullmatch(found[1]) and _TIME.fullmatch(found[2])):
+            raise PolicyInvalid("window", "window must be HH:MM-HH:MM (UTC), e.g. 01:00-05:00,"
+                                f" not {window!r}")
+        start, end = found[1], found[2]
+        if start == end:
+            raise PolicyInvalid("window", f"window {window} is empty: its start and end are "
+                                "the same time")
+    if not _covered(catalog, tables, configured):
+        raise PolicyInvalid("tables", f"pattern {tables!r} matches no table of "
+                            f"{'any catalog' if catalog == '*' else 'catalog ' + repr(catalog)}"
+                            " (among the tables whose health Floe has recorded)")
+    with transaction.atomic():
+        return MaintenancePolicy.objects.create(
+            name=name, action=action, catalog=catalog, tables=tables, params=checked,
+            every_seconds=every_seconds, window_start=start, window_end=end,
+            paused=bool(paused), created_by=user if user.is_authenticated else None)
+
+
+def _nearness(policy: MaintenancePolicy) -> tuple[int, int, str]:
+    literal = len(re.sub(r"[*?\[\]]", "", policy.tables))
+    return (policy.catalog != "*", literal, policy.name)
+
+
+def policy_for(policies: list[MaintenancePolicy], catalog: str, namespace: str, table: str
+               ) -> MaintenancePolicy | None:
+    """The nearest of ``policies`` (one action's) that covers the table, or None."""
+    name = f"{namespace}.{table}"
+    matching = [p for p in policies if p.catalog in ("*", catalog)
+                and fnmatch.fnmatchcase(name, p.tables)]
+    return max(matching, key=_nearness, default=None)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a policy would do to one table now, and why (or why not)."""
+
+    policy: str
+    action: str
+    catalog: str
+    namespace: str
+    table: str
+    due: bool
+    reason: str
+
+
+def _judge(policy: MaintenancePolicy, row: TableMetrics) -> tuple[bool, str]:
+    p = policy.params
+    if policy.action == A.COMPACT:
+        reasons = []
+        for key, label in (("small_file_ratio", "small files"), ("delete_file_ratio",
+                                                                  "delete files")):
+            if key in p:
+                value = getattr(row, key)
+                if value is None:
+                    reasons.append(f"{label}: unknown (too many files to read their sizes)")
+                elif value > p[key]:
+                    return True, f"{label} {value:.0%} > {p[key]:.0%}"
+                else:
+                    reasons.append(f"{label} {value:.0%} ≤ {p[key]:.0%}")
+        return False, "; ".join(reasons)
+    if policy.action == A.REWRITE_MANIFESTS:
+        if row.manifests is None:
+            return False, "manifest count unknown (recorded from a REST commit's metadata)"
+        due = row.manifests >= p["manifests"]
+        return due, f"{row.manifests} manifests {'≥' if due else '<'} {p['manifests']}"
+    if policy.action == A.EXPIRE and "older_than_days" not in p:
+        due = bool(row.snapshots_past_expiry)
+        return due, (f"{row.snapshots_past_expiry} snapshot(s) past the table's max age"
+                     if due else "no snapshot past the table's max age")
+    return True, f"on its schedule (every {policy.every_seconds:,} s)"
+
+
+def policies_preview(*, user: Any, policy: MaintenancePolicy | None = None) -> list[Decision]:
+    """What the policies (or one) would do now, table by table, from the recorded health of
+    the tables the user may read: each table under the nearest policy of each action."""
+    readable = permissions.readable_catalogs(
+        user=user, names=[c.name for c in selectors.catalog_list()])
+    by_action: dict[str, list[MaintenancePolicy]] = {}
+    for p in MaintenancePolicy.objects.all():
+        by_action.setdefault(p.action, []).append(p)
+    decisions = []
+    for row in TableMetrics.objects.filter(current=True, catalog__in=readable).order_by(
+            "catalog", "namespace", "table"):
+        for action, policies in by_action.items():
+            nearest = policy_for(policies, row.catalog, row.namespace, row.table)
+            if nearest is None or (policy is not None and nearest.pk != policy.pk):
+                continue
+            due, reason = _judge(nearest, row)
+            if nearest.paused:
+                due, reason = False, f"paused ({reason})"
+            decisions.append(Decision(nearest.name, action, row.catalog, row.namespace,
+                                      row.table, due, reason))
+    return decisions
