@@ -85,6 +85,11 @@ class TaskRun(models.Model):
     )
     # How the creator authenticated ("session" or "token"), for the audit trail.
     created_via = models.CharField(max_length=16, blank=True, default="")
+    # The maintenance policy that submitted the run (None: a person or a client did).
+    policy = models.ForeignKey(
+        "MaintenancePolicy", null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="runs",
+    )
     # A confirm run (expire, orphan removal) executes the plan of this dry run.
     source_run = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="confirmations",
@@ -416,6 +421,8 @@ class MaintenancePolicy(models.Model):
     window_start = models.CharField(max_length=5, blank=True, default="")
     window_end = models.CharField(max_length=5, blank=True, default="")
     paused = models.BooleanField(default=False)
+    # when it last looked at its tables (it acts at most once per every_seconds)
+    last_run_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -305,6 +305,17 @@ CELERY_BEAT_SCHEDULE = {
 # The health sweep (explorer.maintenance.metrics): every catalog's tables, each state not
 # seen yet recorded (commits made elsewhere are "external"); 0 turns it off.
 FLOE_METRICS_SWEEP_SECONDS = envfloat("FLOE_METRICS_SWEEP_SECONDS", "300", minimum=0)
+# Maintenance policies (explorer.maintenance.autopilot): how often they look at their tables
+# (each acts at most once per its own every_seconds), and how many of their runs may be
+# queued or running at once.
+FLOE_POLICY_TICK_SECONDS = envfloat("FLOE_POLICY_TICK_SECONDS", "60", minimum=0)
+FLOE_POLICY_MAX_RUNS = envint("FLOE_POLICY_MAX_RUNS", "2", minimum=1)
+if FLOE_POLICY_TICK_SECONDS:
+    CELERY_BEAT_SCHEDULE["floe-policies"] = {
+        "task": "explorer.tasks.policies_tick",
+        "schedule": FLOE_POLICY_TICK_SECONDS,
+        "options": {"expires": FLOE_POLICY_TICK_SECONDS},
+    }
 if FLOE_METRICS_SWEEP_SECONDS:
     CELERY_BEAT_SCHEDULE["floe-metrics-sweep"] = {
         "task": "explorer.tasks.metrics_sweep",

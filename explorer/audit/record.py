@@ -17,7 +17,7 @@ __all__ = ["audit_access", "audit_grant", "audit_run", "via_name"]
 
 def via_name(via: str) -> str:
     """How a change came in, as the audit names it (an unknown one counts as the site's)."""
-    return via if via in ("session", "token", "command", "system") else "session"
+    return via if via in ("session", "token", "command", "system", "policy") else "session"
 
 
 def audit_run(run: TaskRun, outcome: str, *, after: tuple[str, int | None],
@@ -29,10 +29,17 @@ def audit_run(run: TaskRun, outcome: str, *, after: tuple[str, int | None],
     duration = None
     if run.started_at is not None:
         duration = int((finished_at - run.started_at).total_seconds() * 1000)
+    params = run.params
+    name = user.get_username() if user is not None else ""
+    if run.policy_id is not None:  # the policy's change (its name, pattern and why)
+        policy = run.policy
+        name = f"policy {policy.name}" if policy is not None else "a removed policy"
+        params = {**run.params, "policy": policy.name if policy else None,
+                  "policy_tables": policy.tables if policy else None}
     return AuditEntry.objects.create(
         actor_id=user.pk if user is not None else None,
-        actor_name=user.get_username() if user is not None else "",
-        actor_via=via or run.created_via, action=run.kind, params=run.params,
+        actor_name=name[:150],
+        actor_via=via or run.created_via, action=run.kind, params=params,
         catalog=run.catalog, namespace=run.namespace, table=run.table,
         metadata_before=run.metadata_before, snapshot_before=run.snapshot_before,
         metadata_after=after[0], snapshot_after=after[1], outcome=outcome, result=result,

@@ -13,7 +13,8 @@ What calls for each action (``params``):
 
 - ``compact``: ``small_file_ratio`` and/or ``delete_file_ratio`` (0–1: the table's share of
   small files, of delete files, above which it is compacted; one at least);
-  ``target_file_size_bytes`` (optional, at least 1 MiB);
+  ``target_file_size_bytes`` (optional, at least 1 MiB), ``min_input_files`` (optional, 2 or
+  more: the compaction's ``min-input-files``);
 - ``rewrite_manifests``: ``manifests`` (2 or more: the current snapshot's manifest count at
   which they are rewritten);
 - ``expire_snapshots``: ``older_than_days`` (optional, above 0: otherwise the table's own
@@ -52,7 +53,8 @@ MIB = 1024 * 1024
 #: Per action: parameter → (type, lowest, highest); None: no bound.
 _PARAMS: dict[str, dict[str, tuple[type, float | None, float | None]]] = {
     A.COMPACT: {"small_file_ratio": (float, 0.0, 1.0), "delete_file_ratio": (float, 0.0, 1.0),
-                "target_file_size_bytes": (int, MIB, 2 ** 40)},
+                "target_file_size_bytes": (int, MIB, 2 ** 40),
+                "min_input_files": (int, 2, 100_000)},
     A.REWRITE_MANIFESTS: {"manifests": (int, 2, 1_000_000)},
     A.EXPIRE: {"older_than_days": (float, 0.0, 36500.0), "retain_last": (int, 1, 1_000_000)},
     A.ORPHANS: {"older_than_days": (float, 1.0, 36500.0)},
@@ -207,9 +209,10 @@ def _judge(policy: MaintenancePolicy, row: TableMetrics) -> tuple[bool, str]:
 
 def policies_preview(*, user: Any, policy: MaintenancePolicy | None = None) -> list[Decision]:
     """What the policies (or one) would do now, table by table, from the recorded health of
-    the tables the user may read: each table under the nearest policy of each action."""
-    readable = permissions.readable_catalogs(
-        user=user, names=[c.name for c in selectors.catalog_list()])
+    the tables the user may read (``user`` None: the policies' own evaluation, every
+    catalog): each table under the nearest policy of each action."""
+    names = [c.name for c in selectors.catalog_list()]
+    readable = names if user is None else permissions.readable_catalogs(user=user, names=names)
     by_action: dict[str, list[MaintenancePolicy]] = {}
     for p in MaintenancePolicy.objects.all():
         by_action.setdefault(p.action, []).append(p)

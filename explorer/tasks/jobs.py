@@ -19,7 +19,7 @@ from typing import Any
 from celery import shared_task
 from django.conf import settings
 
-from explorer.maintenance import metrics
+from explorer.maintenance import autopilot, metrics
 from explorer.tasks import lifecycle
 from explorer.tasks.runners import runner_for
 from explorer.tasks.runtime import execute
@@ -58,4 +58,13 @@ def metrics_sweep() -> dict[str, int]:
     (explorer.maintenance.metrics)."""
     done = metrics.metrics_sweep().as_dict()
     logger.info("health sweep: %s", done)
+    return done
+
+
+@shared_task(name="explorer.tasks.policies_tick", ignore_result=True, acks_late=False)
+def policies_tick() -> dict[str, int]:
+    """Maintenance policies: each table due becomes a run (explorer.maintenance.autopilot)."""
+    done = autopilot.policies_tick().as_dict()
+    if done["submitted"]:
+        logger.info("policies: %s", done)
     return done

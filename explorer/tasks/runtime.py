@@ -29,6 +29,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connections
 
+from explorer.maintenance import autopilot
 from explorer.maintenance.metrics import metrics_record
 from explorer.models import TableMetrics, TaskRun
 from explorer.tables import selectors
@@ -249,6 +250,13 @@ def execute(task_run_id: int, *, threaded: bool,
                              after=after, progress=ctx.milestone())
     if spec.changes_table and after is not None and after[0] and after[0] != run.metadata_before:
         _record_health(run)
+    if run.policy_id is not None:
+        try:
+            run.refresh_from_db()
+            autopilot.policy_follow_up(run)
+        except Exception:  # noqa: BLE001 - the next period plans again
+            logger.exception("task run %s: its policy's next step could not be submitted",
+                             run.pk)
 
 
 def _record_health(run: TaskRun) -> None:

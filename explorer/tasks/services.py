@@ -63,6 +63,20 @@ def task_submit(*, kind: Any, params: Any, user: Any, via: str = "session") -> T
     return run
 
 
+def task_submit_for_policy(*, kind: str, params: Any, policy: Any) -> TaskRun:
+    """A run a maintenance policy decided (explorer.maintenance.autopilot): validated as any
+    submission, attributed to the policy (no user: the policy's role was checked when it was
+    created), enqueued after commit."""
+    validated = task_kinds.params_validate(kind=kind, params=params)
+    with transaction.atomic():
+        run = TaskRun.objects.create(
+            kind=kind, params=validated.params, catalog=validated.catalog,
+            namespace=validated.namespace, table=validated.table, created_by=None,
+            created_via="policy", policy=policy, source_run=validated.source_run)
+        transaction.on_commit(lambda: _enqueue(run.pk))
+    return run
+
+
 def _run_get(task_run_id: Any) -> TaskRun:
     try:
         return TaskRun.objects.select_related("created_by", "source_run").get(pk=task_run_id)

@@ -1,0 +1,131 @@
+"""Policies at work (issue 22, part 3): a tick turns each table a policy finds due into a
+normal task run attributed to the policy, inside its window only, once per period, never
+while the table has a run or past the global limit; expiry runs its dry run, then the confirm
+of exactly that plan, which refuses when a user changed the table meanwhile (the user's change
+is kept). Runs execute in this process (Celery's eager mode, or the Celery task function
+called inline); a test with the real worker and beat is still to come."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from explorer.maintenance.autopilot import in_window, policies_tick, policy_follow_up
+from explorer.maintenance.metrics import metrics_sweep
+from explorer.models import AuditEntry, MaintenancePolicy, TaskRun
+from explorer.tasks.jobs import run_task
+from tests.explorer.tasks_support import load, make_table
+
+pytestmark = pytest.mark.django_db
+
+NOON = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.UTC)
+
+
+@pytest.fixture
+def lake(tmp_path: Path, settings: Any) -> Path:
+    root = tmp_path / "warehouse"
+    make_table(root, "web", "events")  # nine small files in three partitions
+    make_table(root, "web.logs", "sessions", appends=3, partition_by="",  # old at once
+               properties={"history.expire.max-snapshot-age-ms": "1"})
+    settings.FLOE_WAREHOUSE = str(root)
+    settings.FLOE_EXPORT_DIR = tmp_path / "exports"
+    settings.FLOE_TASK_HEARTBEAT_SECONDS = 0
+    assert metrics_sweep().recorded == 2
+    return root
+
+
+def _policy(**fields: Any) -> MaintenancePolicy:
+    base: dict[str, Any] = {"name": "web-compact", "action": "compact", "catalog": "local",
+                            "tables": "web.*", "every_seconds": 3600,
+                            "params": {"small_file_ratio": 0.5, "min_input_files": 2},
+                            "created_by": None}
+    return MaintenancePolicy.objects.create(**{**base, **fields})
+
+
+def test_a_policy_compacts_the_tables_past_its_threshold_in_its_window_once(
+        lake: Path, eager: Any) -> None:
+    policy = _policy(window_start="11:00", window_end="13:00")
+    assert policies_tick(now=NOON.replace(hour=14)).outside_window == 1  # not in its window
+    assert not TaskRun.objects.exists()
+    done = eager(lambda: policies_tick(now=NOON))
+    assert done.submitted == 2, done
+    runs = list(TaskRun.objects.order_by("id"))
+    assert {(r.kind, r.table, r.state, r.policy_id, r.created_via) for r in runs} == {
+        ("compact", "events", "SUCCEEDED", policy.pk, "policy"),
+        ("compact", "sessions", "SUCCEEDED", policy.pk, "policy")}
+    assert load(lake, "web").current_snapshot().summary["total-data-files"] == "3"  # was 9
+    entry = AuditEntry.objects.get(task_run_id=runs[0].pk)
+    assert (entry.actor_name, entry.actor_via, entry.actor_id) == (
+        "policy web-compact", "policy", None)
+    assert entry.params["policy"] == "web-compact" and entry.params["policy_tables"] == "web.*"
+    # once per period: a second tick in the same hour does nothing
+    again = eager(lambda: policies_tick(now=NOON + dt.timedelta(minutes=10)))
+    assert (again.not_yet, again.submitted) == (1, 0)
+    # the next period: the compacted tables are no longer due (their health was recorded)
+    later = eager(lambda: policies_tick(now=NOON + dt.timedelta(hours=1)))
+    assert later.submitted == 0 and TaskRun.objects.count() == 2
+
+
+def test_paused_busy_and_limited_policies_do_nothing_more(lake: Path, settings: Any,
+                                                          django_capture_on_commit_callbacks: Any
+                                                          ) -> None:
+    policy = _policy(paused=True)
+    assert policies_tick(now=NOON).policies == 0 and not TaskRun.objects.exists()
+    policy.paused = False
+    policy.save()
+    # a run of the user's is queued on web.events: the policy leaves that table alone
+    TaskRun.objects.create(kind="rewrite_manifests", catalog="local", namespace="web",
+                           table="events", params={})
+    settings.FLOE_POLICY_MAX_RUNS = 1
+    with django_capture_on_commit_callbacks(execute=False):  # runs stay queued
+        done = policies_tick(now=NOON)
+    assert (done.submitted, done.table_busy) == (1, 1)
+    (queued,) = TaskRun.objects.filter(policy=policy)
+    assert (queued.table, queued.state) == ("sessions", "QUEUED")
+    # the limit: one policy run queued, so another policy submits nothing this period
+    make_table(lake, "other", "t", appends=3, partition_by="")  # three manifests
+    assert metrics_sweep().recorded == 1
+    _policy(name="all-manifests", action="rewrite_manifests", tables="*",
+            params={"manifests": 2})
+    with django_capture_on_commit_callbacks(execute=False):
+        limited = policies_tick(now=NOON)
+    assert (limited.at_limit, limited.table_busy) == (1, 2)  # other.t waits; the rest busy
+    assert TaskRun.objects.filter(policy__isnull=False).count() == 1
+
+
+def test_expiry_confirms_its_dry_run_and_a_users_commit_in_between_is_kept(
+        lake: Path, django_capture_on_commit_callbacks: Any) -> None:
+    _policy(name="web-expire", action="expire_snapshots", tables="web.logs.*",
+            params={"retain_last": 1})  # due: its snapshots are past the table's max age
+    with django_capture_on_commit_callbacks(execute=False):
+        assert policies_tick(now=dt.datetime.now(dt.UTC)).submitted == 1
+    (dry,) = TaskRun.objects.filter(kind="expire_snapshots_dry_run")
+    with django_capture_on_commit_callbacks(execute=False):
+        run_task(dry.pk)  # the worker's run; its confirm step is submitted after it
+    dry.refresh_from_db()
+    assert dry.state == "SUCCEEDED" and dry.result["expired_snapshot_ids"]["count"] == 2
+    (confirm,) = TaskRun.objects.filter(source_run=dry)
+    assert (confirm.kind, confirm.policy_id, confirm.state) == (
+        "expire_snapshots", dry.policy_id, "QUEUED")
+    # a user deletes rows before the confirm runs
+    table = load(lake, "web.logs", "sessions")
+    table.delete_where("id < 10")
+    kept = load(lake, "web.logs", "sessions").metadata_location
+    run_task(confirm.pk)
+    confirm.refresh_from_db()
+    assert confirm.state == "FAILED" and "changed since dry run" in confirm.error
+    after = load(lake, "web.logs", "sessions")
+    assert after.metadata_location == kept  # the user's delete stands, nothing expired
+    # a dry run that found nothing to do has no confirm
+    dry.result = {**dry.result, "nothing_to_do": True}
+    assert policy_follow_up(dry) is None
+
+
+def test_windows_across_midnight() -> None:
+    p = MaintenancePolicy(window_start="22:00", window_end="02:00")
+    assert in_window(p, NOON.replace(hour=23)) and in_window(p, NOON.replace(hour=1))
+    assert not in_window(p, NOON) and not in_window(p, NOON.replace(hour=2))
+    assert in_window(MaintenancePolicy(), NOON)
