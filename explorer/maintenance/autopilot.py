@@ -1,9 +1,10 @@
 """Policies at work: :func:`policies_tick` (Celery beat, every ``FLOE_POLICY_TICK_SECONDS``)
-looks at each policy that is not paused, is inside its window (UTC) and has not looked at its
-tables for ``every_seconds``; each table it finds due (explorer.maintenance.policies) becomes
-a normal task run attributed to the policy, unless the table already has a run queued or
-running (one run per table at a time) or ``FLOE_POLICY_MAX_RUNS`` policy runs are queued or
-running (a global limit; the rest wait for the policy's next period). Expiry and orphan
+looks at each policy that is not paused and is inside its window (UTC); each table it finds
+due (explorer.maintenance.policies, from the recorded health) becomes a normal task run
+attributed to the policy, unless the policy acted on that table within the last
+``every_seconds`` (once per period), the table already has a run queued or running (one run
+per table at a time), or ``FLOE_POLICY_MAX_RUNS`` policy runs are queued or running (a global
+limit; the table waits for a later tick). Expiry and orphan
 removal run their dry run first (its plan recorded as its result); :func:`policy_follow_up`
 then submits the confirm step, which executes exactly that plan and refuses when the table
 changed meanwhile (a user's commit is never undone: the confirm fails, and the next period
@@ -94,17 +95,15 @@ def policies_tick(*, now: dt.datetime | None = None) -> TickResult:
         if not in_window(policy, now):
             result.outside_window += 1
             continue
-        if policy.last_run_at is not None and \
-                (now - policy.last_run_at).total_seconds() < policy.every_seconds:
-            result.not_yet += 1
-            continue
-        # claimed before acting: a second tick beside this one finds it done for the period
-        if not MaintenancePolicy.objects.filter(pk=policy.pk, last_run_at=policy.last_run_at
-                                                ).update(last_run_at=now):
-            continue
+        MaintenancePolicy.objects.filter(pk=policy.pk).update(last_run_at=now)
+        period_start = now - dt.timedelta(seconds=policy.every_seconds)
         for d in (d for d in policies_preview(user=None, policy=policy) if d.due):
-            if TaskRun.objects.filter(catalog=d.catalog, namespace=d.namespace, table=d.table,
-                                      state__in=_ACTIVE).exists():
+            table = {"catalog": d.catalog, "namespace": d.namespace, "table": d.table}
+            if TaskRun.objects.filter(policy=policy, created_at__gt=period_start, **table
+                                      ).exists():
+                result.not_yet += 1  # it acted on this table in this period already
+                continue
+            if TaskRun.objects.filter(state__in=_ACTIVE, **table).exists():
                 result.table_busy += 1
                 continue
             if TaskRun.objects.filter(policy__isnull=False, state__in=_ACTIVE).count() >= limit:

@@ -210,7 +210,11 @@ def worker_env(root: Path, *, database: str, broker_url: str, queue: str, wareho
         FLOE_WAREHOUSE=str(warehouse), FLOE_CATALOGS=str(catalogs),
         FLOE_ALLOW_ANONYMOUS="true", FLOE_TASK_HEARTBEAT_SECONDS="0.3",
         FLOE_TASK_HEARTBEAT_TIMEOUT="4", FLOE_REAPER_INTERVAL="1", PYTHONUNBUFFERED="1",
-        FLOE_PLAN_PROCESSES="0", **extra)
+        FLOE_PLAN_PROCESSES="0",
+        # the shared workers neither sweep nor run policies on their own (a test that wants
+        # them starts a worker with these set)
+        FLOE_METRICS_SWEEP_SECONDS="0", FLOE_POLICY_TICK_SECONDS="0")
+    env.update(extra)
     return env
 
 

@@ -3,7 +3,7 @@ normal task run attributed to the policy, inside its window only, once per perio
 while the table has a run or past the global limit; expiry runs its dry run, then the confirm
 of exactly that plan, which refuses when a user changed the table meanwhile (the user's change
 is kept). Runs execute in this process (Celery's eager mode, or the Celery task function
-called inline); a test with the real worker and beat is still to come."""
+called inline); the real worker and its beat: tests/explorer/test_autopilot_worker.py."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 
 from explorer.maintenance.autopilot import in_window, policies_tick, policy_follow_up
 from explorer.maintenance.metrics import metrics_sweep
-from explorer.models import AuditEntry, MaintenancePolicy, TaskRun
+from explorer.models import AuditEntry, MaintenancePolicy, TableMetrics, TaskRun
 from explorer.tasks.jobs import run_task
 from tests.explorer.tasks_support import load, make_table
 
@@ -47,10 +47,13 @@ def _policy(**fields: Any) -> MaintenancePolicy:
 
 def test_a_policy_compacts_the_tables_past_its_threshold_in_its_window_once(
         lake: Path, eager: Any) -> None:
-    policy = _policy(window_start="11:00", window_end="13:00")
-    assert policies_tick(now=NOON.replace(hour=14)).outside_window == 1  # not in its window
+    now = dt.datetime.now(dt.UTC)
+    start = now - dt.timedelta(hours=1)
+    policy = _policy(window_start=start.strftime("%H:%M"),
+                     window_end=(start + dt.timedelta(hours=2)).strftime("%H:%M"))
+    assert policies_tick(now=now + dt.timedelta(hours=3)).outside_window == 1
     assert not TaskRun.objects.exists()
-    done = eager(lambda: policies_tick(now=NOON))
+    done = eager(lambda: policies_tick(now=now))
     assert done.submitted == 2, done
     runs = list(TaskRun.objects.order_by("id"))
     assert {(r.kind, r.table, r.state, r.policy_id, r.created_via) for r in runs} == {
@@ -61,11 +64,16 @@ def test_a_policy_compacts_the_tables_past_its_threshold_in_its_window_once(
     assert (entry.actor_name, entry.actor_via, entry.actor_id) == (
         "policy web-compact", "policy", None)
     assert entry.params["policy"] == "web-compact" and entry.params["policy_tables"] == "web.*"
-    # once per period: a second tick in the same hour does nothing
-    again = eager(lambda: policies_tick(now=NOON + dt.timedelta(minutes=10)))
-    assert (again.not_yet, again.submitted) == (1, 0)
+    # once per period: a second tick in the same hour does nothing to those tables, even
+    # were they still due (as their health is not recorded again here)
+    TableMetrics.objects.filter(current=True).update(small_file_ratio=1.0)
+    again = eager(lambda: policies_tick(now=dt.datetime.now(dt.UTC)))
+    assert (again.not_yet, again.submitted) == (2, 0)
+    metrics_sweep()  # the compacted states (the runs recorded them already: nothing new)
     # the next period: the compacted tables are no longer due (their health was recorded)
-    later = eager(lambda: policies_tick(now=NOON + dt.timedelta(hours=1)))
+    TableMetrics.objects.filter(small_file_ratio=1.0, source="task").update(
+        small_file_ratio=0.0)  # undo the pretence above: the compacted files are not small
+    later = eager(lambda: policies_tick(now=now + dt.timedelta(minutes=61)))
     assert later.submitted == 0 and TaskRun.objects.count() == 2
 
 
@@ -73,7 +81,8 @@ def test_paused_busy_and_limited_policies_do_nothing_more(lake: Path, settings: 
                                                           django_capture_on_commit_callbacks: Any
                                                           ) -> None:
     policy = _policy(paused=True)
-    assert policies_tick(now=NOON).policies == 0 and not TaskRun.objects.exists()
+    now = dt.datetime.now(dt.UTC)
+    assert policies_tick(now=now).policies == 0 and not TaskRun.objects.exists()
     policy.paused = False
     policy.save()
     # a run of the user's is queued on web.events: the policy leaves that table alone
@@ -81,7 +90,7 @@ def test_paused_busy_and_limited_policies_do_nothing_more(lake: Path, settings: 
                            table="events", params={})
     settings.FLOE_POLICY_MAX_RUNS = 1
     with django_capture_on_commit_callbacks(execute=False):  # runs stay queued
-        done = policies_tick(now=NOON)
+        done = policies_tick(now=now)
     assert (done.submitted, done.table_busy) == (1, 1)
     (queued,) = TaskRun.objects.filter(policy=policy)
     assert (queued.table, queued.state) == ("sessions", "QUEUED")
@@ -91,8 +100,10 @@ def test_paused_busy_and_limited_policies_do_nothing_more(lake: Path, settings: 
     _policy(name="all-manifests", action="rewrite_manifests", tables="*",
             params={"manifests": 2})
     with django_capture_on_commit_callbacks(execute=False):
-        limited = policies_tick(now=NOON)
-    assert (limited.at_limit, limited.table_busy) == (1, 2)  # other.t waits; the rest busy
+        limited = policies_tick(now=now)
+    # all-manifests: events and sessions busy, other.t waits for the limit; web-compact:
+    # events busy, sessions acted on in this period
+    assert (limited.at_limit, limited.table_busy, limited.not_yet) == (1, 3, 1)
     assert TaskRun.objects.filter(policy__isnull=False).count() == 1
 
 
