@@ -9,6 +9,8 @@ router.register("tasks", views_tasks.TaskRunViewSet, basename="task")
 router.register("audit", views_tasks.AuditViewSet, basename="audit")
 router.register("grants", views_tasks.GrantViewSet, basename="grant")
 router.register("policies", views_policies.PolicyViewSet, basename="policy")
+router.register("alert-rules", views_policies.AlertRuleViewSet, basename="alert-rule")
+router.register("alerts", views_policies.AlertViewSet, basename="alert")
 
 _tables = "catalogs/<str:catalog>/namespaces/<str:ns>/tables/"
 

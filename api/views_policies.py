@@ -1,4 +1,5 @@
-"""Maintenance policies under ``/api/policies/``: list and read (any reader), create (the
+"""Maintenance policies under ``/api/policies/`` and alerts under ``/api/alert-rules/`` and
+``/api/alerts/``. Policies: list and read (any reader), create (the
 admin role on the policy's catalog; a 400 naming the field when one does not hold, nothing
 stored), pause and resume (the same role), and what the policies would do now
 (``/api/policies/preview/``, ``/api/policies/{id}/preview/``: per table, due or not and why,
@@ -16,8 +17,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from explorer.access import permissions
+from explorer.maintenance.alerts import alert_rule_create, fix_link
 from explorer.maintenance.policies import policies_preview, policy_create
-from explorer.models import MaintenancePolicy
+from explorer.maintenance.selectors import fleet_catalogs
+from explorer.models import Alert, AlertRule, MaintenancePolicy
 
 
 class PolicySerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
@@ -87,3 +90,66 @@ class PolicyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         """What this policy would do now, table by table."""
         return Response([asdict(d) for d in policies_preview(user=request.user,
                                                               policy=self.get_object())])
+
+
+class AlertRuleSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    class Meta:
+        model = AlertRule
+        fields = ("id", "name", "metric", "op", "threshold", "catalog", "tables",
+                  "webhook_url", "enabled", "created_at")
+
+
+class AlertRuleCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """The fields as sent; every check is the service's (one place)."""
+
+    name = serializers.JSONField()
+    metric = serializers.JSONField()
+    op = serializers.JSONField(required=False, default=">")
+    threshold = serializers.JSONField(required=False, default=0)
+    catalog = serializers.JSONField(required=False, default="*")
+    tables = serializers.JSONField(required=False, default="*")
+    webhook_url = serializers.JSONField(required=False, default="")
+
+
+class AlertRuleViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                       viewsets.GenericViewSet):  # type: ignore[type-arg]
+    """Alert rules: a threshold on a recorded health metric (or a failed policy run) for the
+    tables of a catalog that match a pattern, posted to a webhook."""
+
+    serializer_class = AlertRuleSerializer
+    queryset = AlertRule.objects.all()
+
+    @extend_schema(request=AlertRuleCreateSerializer, responses={201: AlertRuleSerializer})
+    def create(self, request: Request) -> Response:
+        form = AlertRuleCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        rule = alert_rule_create(user=request.user, **form.validated_data)
+        return Response(self.get_serializer(rule).data, status=status.HTTP_201_CREATED)
+
+
+class AlertSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    rule = serializers.CharField(source="rule.name")
+    fix = serializers.SerializerMethodField(help_text="the page of the task that fixes it")
+
+    class Meta:
+        model = Alert
+        fields = ("id", "rule", "catalog", "namespace", "table", "value", "message",
+                  "task_run", "fired_at", "resolved_at", "delivered_at", "delivery_error",
+                  "fix")
+
+    def get_fix(self, alert: Alert) -> str:
+        return fix_link(alert.rule.metric, alert.catalog, alert.namespace, alert.table)
+
+
+class AlertViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
+    """Alerts fired, newest first (``?open=true``: not resolved yet), on the tables of the
+    catalogs the user may read."""
+
+    serializer_class = AlertSerializer
+
+    def get_queryset(self) -> Any:
+        rows = Alert.objects.select_related("rule").filter(
+            catalog__in=fleet_catalogs(user=self.request.user))
+        if self.request.query_params.get("open") in ("true", "1"):
+            rows = rows.filter(resolved_at__isnull=True)
+        return rows

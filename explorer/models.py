@@ -433,3 +433,54 @@ class MaintenancePolicy(models.Model):
 
     def __str__(self) -> str:
         return f"policy {self.name!r}: {self.get_action_display()} on {self.catalog}:{self.tables}"
+
+
+class AlertRule(models.Model):
+    """An alert: when a table's recorded health (its current state) passes a threshold, or
+    when a policy's run fails, for the tables of a catalog (or ``*``) matching a pattern; each
+    alert is posted to ``webhook_url`` (JSON with a Slack-compatible ``text``) and shown on
+    the fleet view (explorer.maintenance.alerts)."""
+
+    name = models.CharField(max_length=64, unique=True)
+    metric = models.CharField(max_length=32)
+    op = models.CharField(max_length=2, default=">")
+    threshold = models.FloatField(default=0.0)
+    catalog = models.CharField(max_length=255, default="*")
+    tables = models.CharField(max_length=512, default="*")
+    webhook_url = models.CharField(max_length=2048, blank=True, default="")
+    enabled = models.BooleanField(default=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"alert {self.name!r}: {self.metric} {self.op} {self.threshold:g}"
+
+
+class Alert(models.Model):
+    """One firing of an :class:`AlertRule` on one table (open until the condition no longer
+    holds), or on one failed policy run; whether the webhook took it."""
+
+    rule = models.ForeignKey(AlertRule, on_delete=models.CASCADE, related_name="alerts")
+    catalog = models.CharField(max_length=255)
+    namespace = models.CharField(max_length=255)
+    table = models.CharField(max_length=255)
+    value = models.FloatField(null=True, blank=True)
+    message = models.TextField()
+    task_run = models.ForeignKey(TaskRun, null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="+")
+    fired_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    delivery_error = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-fired_at", "-id"]
+        indexes = [models.Index(fields=["resolved_at", "catalog", "namespace", "table"],
+                                name="explorer_alert_open_idx")]
+
+    def __str__(self) -> str:
+        return self.message

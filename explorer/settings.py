@@ -316,6 +316,15 @@ if FLOE_POLICY_TICK_SECONDS:
         "schedule": FLOE_POLICY_TICK_SECONDS,
         "options": {"expires": FLOE_POLICY_TICK_SECONDS},
     }
+# Alerts (explorer.maintenance.alerts): how often the rules are checked against the recorded
+# health and failed policy runs; 0 turns it off.
+FLOE_ALERT_CHECK_SECONDS = envfloat("FLOE_ALERT_CHECK_SECONDS", "60", minimum=0)
+if FLOE_ALERT_CHECK_SECONDS:
+    CELERY_BEAT_SCHEDULE["floe-alerts"] = {
+        "task": "explorer.tasks.alerts_check",
+        "schedule": FLOE_ALERT_CHECK_SECONDS,
+        "options": {"expires": FLOE_ALERT_CHECK_SECONDS},
+    }
 if FLOE_METRICS_SWEEP_SECONDS:
     CELERY_BEAT_SCHEDULE["floe-metrics-sweep"] = {
         "task": "explorer.tasks.metrics_sweep",

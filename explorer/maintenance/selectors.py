@@ -9,10 +9,11 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from explorer.access import permissions
-from explorer.models import TableMetrics
+from explorer.maintenance.alerts import fix_link
+from explorer.models import Alert, TableMetrics
 from explorer.tables import selectors
 
-__all__ = ["WARNING_LABELS", "fleet", "fleet_catalogs"]
+__all__ = ["WARNING_LABELS", "fleet", "fleet_alerts", "fleet_catalogs"]
 
 #: What each warning of floe.health.table_health is called on the fleet view.
 WARNING_LABELS = {
@@ -78,3 +79,19 @@ def health_sparklines(*, catalog: str, namespace: str, table: str, limit: int = 
                       "points": _points([float(v) for v in values]) if len(values) > 1 else "",
                       "count": len(values), "width": _W, "height": _H})
     return len(rows), lines
+
+
+def fleet_alerts(*, user: Any, catalog: str | None = None, namespace: str | None = None,
+                 limit: int = 50) -> list[Alert]:
+    """Open alerts on the tables the user may read (newest first), each with ``fix``: the
+    page of the task that fixes it."""
+    rows = Alert.objects.select_related("rule").filter(
+        resolved_at__isnull=True, catalog__in=fleet_catalogs(user=user))
+    if catalog:
+        rows = rows.filter(catalog=catalog)
+    if namespace:
+        rows = rows.filter(Q(namespace=namespace) | Q(namespace__startswith=namespace + "."))
+    alerts = list(rows[:limit])
+    for a in alerts:
+        a.fix = fix_link(a.rule.metric, a.catalog, a.namespace, a.table)  # type: ignore[attr-defined]
+    return alerts

@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from explorer.access.auth import read_access_required
-from explorer.maintenance.selectors import WARNING_LABELS, fleet, fleet_catalogs
+from explorer.maintenance.selectors import WARNING_LABELS, fleet, fleet_alerts, fleet_catalogs
 
 PAGE_SIZE = 100
 
@@ -29,4 +29,6 @@ def fleet_page(request: HttpRequest) -> HttpResponse:
             else None
     return render(request, "explorer/fleet.html", {
         "page": page, "catalogs": catalogs, "catalog": catalog, "namespace": namespace,
+        "alerts": fleet_alerts(user=request.user, catalog=catalog or None,
+                               namespace=namespace or None),
         "unknown_catalog": bool(catalog) and catalog not in catalogs})

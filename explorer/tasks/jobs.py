@@ -19,7 +19,7 @@ from typing import Any
 from celery import shared_task
 from django.conf import settings
 
-from explorer.maintenance import autopilot, metrics
+from explorer.maintenance import alerts, autopilot, metrics
 from explorer.tasks import lifecycle
 from explorer.tasks.runners import runner_for
 from explorer.tasks.runtime import execute
@@ -67,4 +67,13 @@ def policies_tick() -> dict[str, int]:
     done = autopilot.policies_tick().as_dict()
     if done["submitted"]:
         logger.info("policies: %s", done)
+    return done
+
+
+@shared_task(name="explorer.tasks.alerts_check", ignore_result=True, acks_late=False)
+def alerts_check() -> dict[str, int]:
+    """Alert rules against the recorded health (explorer.maintenance.alerts)."""
+    done = alerts.alerts_check().as_dict()
+    if done["fired"] or done["resolved"]:
+        logger.info("alerts: %s", done)
     return done

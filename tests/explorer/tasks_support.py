@@ -213,7 +213,8 @@ def worker_env(root: Path, *, database: str, broker_url: str, queue: str, wareho
         FLOE_PLAN_PROCESSES="0",
         # the shared workers neither sweep nor run policies on their own (a test that wants
         # them starts a worker with these set)
-        FLOE_METRICS_SWEEP_SECONDS="0", FLOE_POLICY_TICK_SECONDS="0")
+        FLOE_METRICS_SWEEP_SECONDS="0", FLOE_POLICY_TICK_SECONDS="0",
+        FLOE_ALERT_CHECK_SECONDS="0")
     env.update(extra)
     return env
 
