@@ -49,6 +49,7 @@ urlpatterns = [
     path("tasks/", include(task_patterns)),
     path("access/", include(views_access.access_patterns)),  # roles, users, API tokens
     path("fleet/", maintenance_views.fleet_page, name="fleet"),  # every table, worst first
+    path("policies/", maintenance_views.policies_page, name="policies"),  # maintenance
     path("api/", include("api.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -10,7 +10,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from explorer.access.auth import read_access_required
+from explorer.maintenance.policies import policies_preview
 from explorer.maintenance.selectors import WARNING_LABELS, fleet, fleet_alerts, fleet_catalogs
+from explorer.models import MaintenancePolicy, TaskRun
+from explorer.tasks.outcomes import progress_text
 
 PAGE_SIZE = 100
 
@@ -32,3 +35,18 @@ def fleet_page(request: HttpRequest) -> HttpResponse:
         "alerts": fleet_alerts(user=request.user, catalog=catalog or None,
                                namespace=namespace or None),
         "unknown_catalog": bool(catalog) and catalog not in catalogs})
+
+
+@read_access_required
+def policies_page(request: HttpRequest) -> HttpResponse:
+    """Every policy, what each would do now (table by table, from the recorded health) and
+    its history: the runs it made, newest first, with how each ended."""
+    readable = fleet_catalogs(user=request.user)
+    policies = list(MaintenancePolicy.objects.all())
+    decisions = policies_preview(user=request.user)
+    runs = list(TaskRun.objects.filter(policy__isnull=False, catalog__in=readable)
+                .select_related("policy").order_by("-created_at", "-id")[:100])
+    for run in runs:
+        run.said = progress_text(run)
+    return render(request, "explorer/policies.html", {
+        "policies": policies, "decisions": decisions, "runs": runs})
