@@ -472,6 +472,16 @@ def entry_words(entry: AuditEntry) -> str:
     if entry.action in REST_ACTIONS:
         return _rest_words(entry)
     p = entry.params or {}
+    if p.get("policy") and entry.actor_via == "policy":  # "policy 'x' on web.* compacted …"
+        asked = {k: v for k, v in p.items() if k not in ("policy", "policy_tables")}
+        plain = AuditEntry(action=entry.action, params=asked, outcome=entry.outcome,
+                           result=entry.result, catalog=entry.catalog,
+                           namespace=entry.namespace, table=entry.table,
+                           snapshot_before=entry.snapshot_before,
+                           snapshot_after=entry.snapshot_after,
+                           metadata_before=entry.metadata_before,
+                           metadata_after=entry.metadata_after)
+        return f"policy '{p['policy']}' on {p.get('policy_tables') or '*'} {entry_words(plain)}"
     template = _ACCESS_WORDS.get(entry.action)
     if template is not None:
         return template.format(user=p.get("user", "?"), role=p.get("role", "?"),

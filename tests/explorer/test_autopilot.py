@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from explorer.audit.selectors import entry_words
 from explorer.maintenance.autopilot import in_window, policies_tick, policy_follow_up
 from explorer.maintenance.metrics import metrics_sweep
 from explorer.models import AuditEntry, MaintenancePolicy, TableMetrics, TaskRun
@@ -64,6 +65,7 @@ def test_a_policy_compacts_the_tables_past_its_threshold_in_its_window_once(
     assert (entry.actor_name, entry.actor_via, entry.actor_id) == (
         "policy web-compact", "policy", None)
     assert entry.params["policy"] == "web-compact" and entry.params["policy_tables"] == "web.*"
+    assert entry_words(entry) == "policy 'web-compact' on web.* compacted 9 data files into 3"
     # once per period: a second tick in the same hour does nothing to those tables, even
     # were they still due (as their health is not recorded again here)
     TableMetrics.objects.filter(current=True).update(small_file_ratio=1.0)
