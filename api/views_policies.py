@@ -18,7 +18,7 @@ from rest_framework.response import Response
 
 from explorer.access import permissions
 from explorer.maintenance.alerts import alert_rule_create, fix_link
-from explorer.maintenance.policies import policies_preview, policy_create
+from explorer.maintenance.policies import policies_preview, policy_create, table_pause_set
 from explorer.maintenance.selectors import fleet_catalogs
 from explorer.models import Alert, AlertRule, MaintenancePolicy
 
@@ -79,6 +79,27 @@ class PolicyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     @action(detail=True, methods=["post"])
     def resume(self, request: Request, pk: Any = None) -> Response:
         return self._set_paused(request, False)
+
+    def _table_pause(self, request: Request, paused: bool) -> Response:
+        data = request.data if isinstance(request.data, dict) else {}
+        table_pause_set(user=request.user, catalog=data.get("catalog"),
+                        namespace=data.get("namespace"), table=data.get("table"),
+                        paused=paused)
+        return Response({"catalog": data.get("catalog"), "namespace": data.get("namespace"),
+                         "table": data.get("table"), "paused": paused})
+
+    @extend_schema(request=None)
+    @action(detail=False, methods=["post"], url_path="pause-table")
+    def pause_table(self, request: Request) -> Response:
+        """No policy touches the table (``catalog``, ``namespace``, ``table``) until resumed;
+        the maintainer role on its catalog."""
+        return self._table_pause(request, True)
+
+    @extend_schema(request=None)
+    @action(detail=False, methods=["post"], url_path="resume-table")
+    def resume_table(self, request: Request) -> Response:
+        """Policies touch the table again."""
+        return self._table_pause(request, False)
 
     @action(detail=False, methods=["get"], url_path="preview")
     def preview_all(self, request: Request) -> Response:

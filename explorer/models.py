@@ -90,6 +90,8 @@ class TaskRun(models.Model):
         "MaintenancePolicy", null=True, blank=True, on_delete=models.SET_NULL,
         related_name="runs",
     )
+    # What the policy saw before it submitted the run: why, and (a compaction) its plan.
+    policy_plan = models.JSONField(null=True, blank=True)
     # A confirm run (expire, orphan removal) executes the plan of this dry run.
     source_run = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="confirmations",
@@ -484,3 +486,21 @@ class Alert(models.Model):
 
     def __str__(self) -> str:
         return self.message
+
+
+class PolicyTablePause(models.Model):
+    """A table no maintenance policy touches until it is resumed (a person's pause)."""
+
+    catalog = models.CharField(max_length=255)
+    namespace = models.CharField(max_length=255)
+    table = models.CharField(max_length=255)
+    paused_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                  on_delete=models.SET_NULL, related_name="+")
+    paused_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["catalog", "namespace", "table"],
+                                               name="explorer_policy_table_pause_unique")]
+
+    def __str__(self) -> str:
+        return f"policies paused on {self.catalog}:{self.namespace}.{self.table}"

@@ -5,7 +5,9 @@ attributed to the policy, unless the policy acted on that table within the last
 ``every_seconds`` (once per period), the table already has a run queued or running (one run
 per table at a time), or ``FLOE_POLICY_MAX_RUNS`` policy runs are queued or running (a global
 limit; the table waits for a later tick). Expiry and orphan
-removal run their dry run first (its plan recorded as its result); :func:`policy_follow_up`
+removal run their dry run first (its plan recorded as its result); a compaction records the
+preview of its plan on its run first (``policy_plan``), as other kinds their reason;
+:func:`policy_follow_up`
 then submits the confirm step, which executes exactly that plan and refuses when the table
 changed meanwhile (a user's commit is never undone: the confirm fails, and the next period
 plans again). Every run's audit entry is the policy's."""
@@ -22,7 +24,9 @@ from django.utils import timezone
 
 from explorer.maintenance.policies import Decision, policies_preview
 from explorer.models import MaintenancePolicy, TaskRun
-from explorer.tasks import services
+from explorer.tables import selectors
+from explorer.tasks import changes, services
+from explorer.tasks import kinds as task_kinds
 
 __all__ = ["TickResult", "in_window", "policies_tick", "policy_follow_up"]
 
@@ -71,6 +75,18 @@ def _task_params(policy: MaintenancePolicy, d: Decision, now: dt.datetime) -> di
     return params
 
 
+def _plan(policy: MaintenancePolicy, d: Decision, params: dict[str, Any]) -> dict[str, Any]:
+    """What the policy records before its run: why, and for a compaction the preview of its
+    plan (the file groups, input and expected output), as the Actions page previews it. (An
+    expiry's or orphan removal's plan is its dry run.)"""
+    plan: dict[str, Any] = {"policy": policy.name, "reason": d.reason}
+    if policy.action == A.COMPACT:
+        table = selectors.table_load(catalog=d.catalog, namespace=d.namespace, name=d.table)
+        validated = task_kinds.params_validate(kind=K.COMPACT, params=params)
+        plan["preview"] = changes.compaction_preview(table=table, params=validated.params)
+    return plan
+
+
 @dataclass
 class TickResult:
     policies: int = 0
@@ -110,9 +126,10 @@ def policies_tick(*, now: dt.datetime | None = None) -> TickResult:
                 result.at_limit += 1
                 continue
             try:
+                params = _task_params(policy, d, now)
                 run = services.task_submit_for_policy(
-                    kind=_FIRST_KIND[policy.action], params=_task_params(policy, d, now),
-                    policy=policy)
+                    kind=_FIRST_KIND[policy.action], params=params, policy=policy,
+                    plan=_plan(policy, d, params))
             except Exception as exc:  # one table's refusal: the others go on
                 logger.warning("policy %s on %s:%s.%s: %s", policy.name, d.catalog,
                                d.namespace, d.table, exc)
@@ -130,4 +147,6 @@ def policy_follow_up(run: TaskRun) -> TaskRun | None:
     if run.policy is None or confirm is None or (run.result or {}).get("nothing_to_do"):
         return None
     return services.task_submit_for_policy(kind=confirm, params={"dry_run_task_id": run.pk},
-                                           policy=run.policy)
+                                           policy=run.policy,
+                                           plan={"policy": run.policy.name,
+                                                 "reason": f"the plan of dry run {run.pk}"})

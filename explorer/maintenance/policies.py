@@ -38,10 +38,10 @@ from django.db import transaction
 
 from explorer.access import permissions
 from explorer.errors import PolicyInvalid
-from explorer.models import MaintenancePolicy, TableMetrics
+from explorer.models import MaintenancePolicy, PolicyTablePause, TableMetrics
 from explorer.tables import selectors
 
-__all__ = ["Decision", "policies_preview", "policy_create", "policy_for"]
+__all__ = ["Decision", "policies_preview", "policy_create", "policy_for", "table_pause_set"]
 
 A = MaintenancePolicy.Action
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -217,6 +217,7 @@ def policies_preview(*, user: Any, policy: MaintenancePolicy | None = None) -> l
     for p in MaintenancePolicy.objects.all():
         by_action.setdefault(p.action, []).append(p)
     decisions = []
+    paused_tables = set(PolicyTablePause.objects.values_list("catalog", "namespace", "table"))
     for row in TableMetrics.objects.filter(current=True, catalog__in=readable).order_by(
             "catalog", "namespace", "table"):
         for action, policies in by_action.items():
@@ -226,6 +227,29 @@ def policies_preview(*, user: Any, policy: MaintenancePolicy | None = None) -> l
             due, reason = _judge(nearest, row)
             if nearest.paused:
                 due, reason = False, f"paused ({reason})"
+            elif (row.catalog, row.namespace, row.table) in paused_tables:
+                due, reason = False, f"policies paused on this table ({reason})"
             decisions.append(Decision(nearest.name, action, row.catalog, row.namespace,
                                       row.table, due, reason))
     return decisions
+
+
+def table_pause_set(*, user: Any, catalog: Any, namespace: Any, table: Any,
+                    paused: bool) -> bool:
+    """Pause (or resume) every policy on one table; the maintainer role on its catalog. The
+    table must be one whose health is recorded (PolicyInvalid names the field otherwise).
+    Whether it is paused now."""
+    for field, value in (("catalog", catalog), ("namespace", namespace), ("table", table)):
+        if not isinstance(value, str) or not value:
+            raise PolicyInvalid(field, f"{field} must be given as text")
+    permissions.require_change(user=user, catalog=catalog)
+    key = {"catalog": catalog, "namespace": namespace, "table": table}
+    if not TableMetrics.objects.filter(current=True, **key).exists():
+        raise PolicyInvalid("table", f"no table {catalog}:{namespace}.{table} whose health "
+                            "Floe has recorded")
+    if paused:
+        PolicyTablePause.objects.get_or_create(
+            **key, defaults={"paused_by": user if user.is_authenticated else None})
+    else:
+        PolicyTablePause.objects.filter(**key).delete()
+    return paused

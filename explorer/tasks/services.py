@@ -63,16 +63,18 @@ def task_submit(*, kind: Any, params: Any, user: Any, via: str = "session") -> T
     return run
 
 
-def task_submit_for_policy(*, kind: str, params: Any, policy: Any) -> TaskRun:
+def task_submit_for_policy(*, kind: str, params: Any, policy: Any,
+                           plan: dict[str, Any] | None = None) -> TaskRun:
     """A run a maintenance policy decided (explorer.maintenance.autopilot): validated as any
     submission, attributed to the policy (no user: the policy's role was checked when it was
-    created), enqueued after commit."""
+    created) with what it planned, enqueued after commit."""
     validated = task_kinds.params_validate(kind=kind, params=params)
     with transaction.atomic():
         run = TaskRun.objects.create(
             kind=kind, params=validated.params, catalog=validated.catalog,
             namespace=validated.namespace, table=validated.table, created_by=None,
-            created_via="policy", policy=policy, source_run=validated.source_run)
+            created_via="policy", policy=policy, policy_plan=plan,
+            source_run=validated.source_run)
         transaction.on_commit(lambda: _enqueue(run.pk))
     return run
 

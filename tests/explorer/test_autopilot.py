@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.test import Client
 
 from explorer.audit.selectors import entry_words
 from explorer.maintenance.autopilot import in_window, policies_tick, policy_follow_up
 from explorer.maintenance.metrics import metrics_sweep
 from explorer.models import AuditEntry, MaintenancePolicy, TableMetrics, TaskRun
 from explorer.tasks.jobs import run_task
-from tests.explorer.tasks_support import load, make_table
+from tests.explorer.tasks_support import client_for, load, make_table, user_with
 
 pytestmark = pytest.mark.django_db
 
@@ -66,6 +67,14 @@ def test_a_policy_compacts_the_tables_past_its_threshold_in_its_window_once(
         "policy web-compact", "policy", None)
     assert entry.params["policy"] == "web-compact" and entry.params["policy_tables"] == "web.*"
     assert entry_words(entry) == "policy 'web-compact' on web.* compacted 9 data files into 3"
+    # what the policy saw first: why, and the compaction's plan (as the Actions page's preview)
+    plan = runs[0].policy_plan
+    assert plan["policy"] == "web-compact" and plan["reason"] == "small files 100% > 50%"
+    assert len(plan["preview"]["groups"]) == 3  # a group per partition, three files each
+    page = Client()
+    page.force_login(user_with("vic", "viewer"))
+    doc = page.get(f"/tasks/{runs[0].pk}/").content.decode()
+    assert "policy <a" in doc and "planned 3 file groups before it ran" in doc
     # once per period: a second tick in the same hour does nothing to those tables, even
     # were they still due (as their health is not recorded again here)
     TableMetrics.objects.filter(current=True).update(small_file_ratio=1.0)
@@ -142,3 +151,25 @@ def test_windows_across_midnight() -> None:
     assert in_window(p, NOON.replace(hour=23)) and in_window(p, NOON.replace(hour=1))
     assert not in_window(p, NOON) and not in_window(p, NOON.replace(hour=2))
     assert in_window(MaintenancePolicy(), NOON)
+
+
+def test_a_paused_table_is_left_alone(lake: Path, eager: Any) -> None:
+    _policy()
+    api = client_for(user_with("mia", "maintainer"))
+    paused = api.post("/api/policies/pause-table/", {"catalog": "local", "namespace": "web",
+                                                     "table": "events"}, format="json")
+    assert paused.status_code == 200 and paused.json()["paused"] is True
+    plan = {d["table"]: d for d in api.get("/api/policies/preview/").json()}
+    assert plan["events"]["due"] is False
+    assert plan["events"]["reason"].startswith("policies paused on this table")
+    assert eager(lambda: policies_tick()).submitted == 1  # sessions only
+    assert list(TaskRun.objects.values_list("table", flat=True)) == ["sessions"]
+    assert api.post("/api/policies/resume-table/", {"catalog": "local", "namespace": "web",
+                                                    "table": "events"},
+                    format="json").json()["paused"] is False
+    assert plan and client_for(user_with("vic", "viewer")).post(
+        "/api/policies/pause-table/", {"catalog": "local", "namespace": "web",
+                                       "table": "events"}, format="json").status_code == 403
+    missing = api.post("/api/policies/pause-table/", {"catalog": "local", "namespace": "web",
+                                                      "table": "nope"}, format="json")
+    assert missing.status_code == 400 and missing.json()["param"] == "table"
