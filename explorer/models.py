@@ -376,6 +376,8 @@ class TableMetrics(models.Model):
     snapshots = models.IntegerField(null=True, blank=True)
     snapshots_past_expiry = models.IntegerField(null=True, blank=True)
     metadata_bytes = models.BigIntegerField(null=True, blank=True)
+    # the table's own maintenance settings (its floe.policy.* properties at this state)
+    policy_properties = models.JSONField(default=dict, blank=True)
     # how it is judged (floe.health.table_health): the keys of the signs that warn, and a
     # score that ranks tables by how much they need attention (the fleet view, worst first)
     warnings = models.JSONField(default=list, blank=True)

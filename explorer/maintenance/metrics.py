@@ -32,6 +32,8 @@ __all__ = ["SweepResult", "metrics_history", "metrics_record", "metrics_sweep"]
 logger = logging.getLogger(__name__)
 
 _FIELDS = [f.name for f in TableMetrics._meta.concrete_fields]
+#: A table's own maintenance settings (explorer.maintenance.policies) start with this.
+POLICY_PROPERTY_PREFIX = "floe.policy."
 
 
 def _key(table: Table) -> dict[str, str]:
@@ -77,6 +79,8 @@ def metrics_record(*, table: Table, source: str, read_files: bool = True,
                            external=external, engine=(engine or "")[:255], current=True,
                            warnings=[m["key"] for m in health if m["status"] == "warn"],
                            attention=attention(health),
+                           policy_properties={k: v for k, v in table.metadata.properties.items()
+                                              if k.startswith(POLICY_PROPERTY_PREFIX)},
                            **{k: v for k, v in numbers.items() if k in _FIELDS})
         try:
             with transaction.atomic():

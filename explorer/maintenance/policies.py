@@ -24,6 +24,14 @@ What calls for each action (``params``):
 - ``remove_orphan_files``: ``older_than_days`` (1 or more: Java refuses less without force);
   due on its schedule;
 - ``compute_partition_stats``: due on its schedule.
+
+A policy travels with its table: the table's properties ``floe.policy.<action>.<setting>``
+(the setting with ``-`` for ``_``: ``floe.policy.compact.small-file-ratio = 0.3``) take the
+place of the covering policy's settings for that table (the nearest wins), checked as a
+policy's are (a bad one is ignored and the preview says so);
+``floe.policy.<action>.enabled = false`` keeps that action off the table and
+``floe.policy.paused = true`` every action. The properties refine a stored policy that covers
+the table; alone they do not start one.
 """
 
 from __future__ import annotations
@@ -62,30 +70,33 @@ _PARAMS: dict[str, dict[str, tuple[type, float | None, float | None]]] = {
 }
 
 
+def _setting(action: str, key: str, value: Any) -> int | float:
+    """One setting of ``action``, checked (PolicyInvalid names ``params.<key>``)."""
+    allowed = _PARAMS[action]
+    if key not in allowed:
+        raise PolicyInvalid(f"params.{key}", f"{action} has no setting {key!r}; its "
+                            f"settings: {', '.join(allowed) or 'none'}")
+    kind, low, high = allowed[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            (kind is int and not float(value).is_integer()):
+        raise PolicyInvalid(f"params.{key}", f"{key} must be a "
+                            f"{'whole number' if kind is int else 'number'}, not {value!r}")
+    number = kind(value)
+    exclusive_low = key.endswith("_ratio") or (key == "older_than_days" and low == 0.0)
+    if (low is not None and (number <= low if exclusive_low else number < low)) or \
+            (high is not None and number > high):
+        floor = "above" if exclusive_low else "at least"
+        raise PolicyInvalid(f"params.{key}", f"{key} must be {floor} {low:g} and at most "
+                            f"{high:g}, not {value!r}")
+    return number
+
+
 def _params(action: str, raw: Any) -> dict[str, Any]:
     if raw is None:
         raw = {}
     if not isinstance(raw, Mapping):
         raise PolicyInvalid("params", "params must be an object of the action's settings")
-    allowed = _PARAMS[action]
-    out: dict[str, Any] = {}
-    for key, value in raw.items():
-        if key not in allowed:
-            raise PolicyInvalid(f"params.{key}", f"{action} has no setting {key!r}; its "
-                                f"settings: {', '.join(allowed) or 'none'}")
-        kind, low, high = allowed[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-                (kind is int and not float(value).is_integer()):
-            raise PolicyInvalid(f"params.{key}", f"{key} must be a "
-                                f"{'whole number' if kind is int else 'number'}, not {value!r}")
-        number = kind(value)
-        exclusive_low = key.endswith("_ratio") or (key == "older_than_days" and low == 0.0)
-        if (low is not None and (number <= low if exclusive_low else number < low)) or \
-                (high is not None and number > high):
-            floor = "above" if exclusive_low else "at least"
-            raise PolicyInvalid(f"params.{key}", f"{key} must be {floor} {low:g} and at most "
-                                f"{high:g}, not {value!r}")
-        out[key] = number
+    out: dict[str, Any] = {key: _setting(action, key, value) for key, value in raw.items()}
     if action == A.COMPACT and not ({"small_file_ratio", "delete_file_ratio"} & out.keys()):
         raise PolicyInvalid("params.small_file_ratio", "compact needs small_file_ratio or "
                             "delete_file_ratio: the threshold that calls for it")
@@ -180,8 +191,35 @@ class Decision:
     reason: str
 
 
+def _table_settings(action: str, row: TableMetrics) -> tuple[dict[str, Any], str | None]:
+    """The table's own settings for ``action`` from its floe.policy.* properties (parsed as
+    numbers and checked), and why it opts out (or a bad property), if it does."""
+    props = row.policy_properties or {}
+    if str(props.get("floe.policy.paused", "")).lower() == "true":
+        return {}, "the table's floe.policy.paused is true"
+    prefix = f"floe.policy.{action}."
+    if str(props.get(prefix + "enabled", "")).lower() == "false":
+        return {}, f"the table's {prefix}enabled is false"
+    own: dict[str, Any] = {}
+    for key, value in props.items():
+        if not key.startswith(prefix) or key == prefix + "enabled":
+            continue
+        setting = key[len(prefix):].replace("-", "_")
+        try:
+            number = float(value)
+            own[setting] = _setting(action, setting, int(number) if number.is_integer()
+                                    and _PARAMS[action].get(setting, (float,))[0] is int
+                                    else number)
+        except (ValueError, PolicyInvalid) as exc:
+            return {}, f"the table's {key} is not used: {exc}"
+    return own, None
+
+
 def _judge(policy: MaintenancePolicy, row: TableMetrics) -> tuple[bool, str]:
-    p = policy.params
+    own, refusal = _table_settings(policy.action, row)
+    if refusal is not None:
+        return False, refusal
+    p = {**policy.params, **own}
     if policy.action == A.COMPACT:
         reasons = []
         for key, label in (("small_file_ratio", "small files"), ("delete_file_ratio",

@@ -12,7 +12,7 @@ import pytest
 
 from explorer.maintenance.metrics import metrics_sweep
 from explorer.models import MaintenancePolicy
-from tests.explorer.tasks_support import client_for, make_table, user_with
+from tests.explorer.tasks_support import client_for, load, make_table, user_with
 
 pytestmark = pytest.mark.django_db
 
@@ -106,3 +106,25 @@ def test_what_the_policies_would_do_now_the_nearest_winning(lake: Path) -> None:
     assert viewer.post(f"/api/policies/{created.json()['id']}/pause/").status_code == 403
     assert [p["name"] for p in viewer.get("/api/policies/").json()["results"]] == [
         "events-lenient", "everywhere-manifests", "web-compact"]
+
+
+def test_a_tables_own_properties_refine_the_policy_that_covers_it(lake: Path) -> None:
+    api = client_for(user_with("ann", "admin"))
+    assert api.post("/api/policies/", GOOD, format="json").status_code == 201
+    # web.events' own threshold: its 100% small files are not above 1 (nothing to do there)
+    load(lake, "web", "events").set_properties({"floe.policy.compact.small-file-ratio": "1"})
+    load(lake, "web.logs", "sessions").set_properties({"floe.policy.compact.enabled": "false"})
+    load(lake, "sales", "orders").set_properties(
+        {"floe.policy.compact.small-file-ratio": "lots"})
+    assert metrics_sweep().recorded == 3
+    plan = {d["table"]: d for d in api.get("/api/policies/preview/").json()}
+    assert (plan["events"]["due"], plan["events"]["reason"]) == (False, "small files 100% ≤ 100%")
+    assert (plan["sessions"]["due"], plan["sessions"]["reason"]) == (
+        False, "the table's floe.policy.compact.enabled is false")
+    assert "orders" not in plan  # web.* does not cover sales.orders
+    sales = {**GOOD, "name": "sales-compact", "tables": "sales.*"}
+    assert api.post("/api/policies/", sales, format="json").status_code == 201
+    plan = {d["table"]: d for d in api.get("/api/policies/preview/").json()}
+    assert plan["orders"]["due"] is False
+    assert plan["orders"]["reason"].startswith(
+        "the table's floe.policy.compact.small-file-ratio is not used")
