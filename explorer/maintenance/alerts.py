@@ -19,7 +19,6 @@ import json
 import logging
 import math
 import operator
-import re
 import time
 import urllib.error
 import urllib.parse
@@ -31,8 +30,8 @@ from typing import Any
 from django.urls import reverse
 from django.utils import timezone
 
-from explorer.access import permissions
 from explorer.errors import PolicyInvalid
+from explorer.maintenance.policies import check_covers, check_name, check_scope, covered_rows
 from explorer.models import Alert, AlertRule, TableMetrics, TaskRun
 from explorer.tables import selectors
 from explorer.units import size_text
@@ -58,8 +57,6 @@ METRICS: dict[str, tuple[str, float, float]] = {
 }
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
-_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
-_PATTERN = re.compile(r"[A-Za-z0-9_.*?\[\]-]{1,512}")
 WEBHOOK_TIMEOUT = 5.0
 #: The task that fixes what a metric shows: the form on the table's Actions page.
 _FIX = {"small_file_ratio": "compact", "delete_file_ratio": "compact",
@@ -69,22 +66,12 @@ _FIX = {"small_file_ratio": "compact", "delete_file_ratio": "compact",
         "metadata_bytes": "expire_snapshots_dry_run"}
 
 
-def _covered_rows(catalog: str, pattern: str, catalogs: list[str]) -> list[TableMetrics]:
-    rows = TableMetrics.objects.filter(current=True, catalog__in=catalogs if catalog == "*"
-                                       else [catalog])
-    return [r for r in rows if fnmatch.fnmatchcase(f"{r.namespace}.{r.table}", pattern)]
-
-
 def alert_rule_create(*, user: Any, name: Any, metric: Any, op: Any = ">",
                       threshold: Any = 0, catalog: Any = "*", tables: Any = "*",
                       webhook_url: Any = "") -> AlertRule:
     """Store a rule, every field checked first (PolicyInvalid names the one at fault);
     needs the admin role on its catalog (every catalog for ``*``)."""
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise PolicyInvalid("name", "name must be 1–64 of a-z, 0-9, '-' and '_', starting "
-                            "with a letter or digit")
-    if AlertRule.objects.filter(name=name).exists():
-        raise PolicyInvalid("name", f"an alert named {name!r} exists")
+    check_name(name, AlertRule.objects.filter(name=name).exists(), "an alert")
     if metric not in METRICS:
         raise PolicyInvalid("metric", f"metric must be one of {', '.join(METRICS)}, not "
                             f"{metric!r}")
@@ -95,23 +82,13 @@ def alert_rule_create(*, user: Any, name: Any, metric: Any, op: Any = ">",
             not math.isfinite(threshold) or not low <= threshold <= high:
         raise PolicyInvalid("threshold", f"the threshold of {metric} must be a number from "
                             f"{low:g} to {high:g}, not {threshold!r}")
-    configured = [c.name for c in selectors.catalog_list()]
-    if not isinstance(catalog, str) or (catalog != "*" and catalog not in configured):
-        raise PolicyInvalid("catalog", f"no catalog {catalog!r}: catalogs are "
-                            f"{', '.join(configured)} (or * for every one)")
-    permissions.require_administer(user=user, catalog=catalog)
-    if not isinstance(tables, str) or not _PATTERN.fullmatch(tables):
-        raise PolicyInvalid("tables", "tables must be a pattern on namespace.table (letters, "
-                            "digits, _ . - and the wildcards * ? [ ])")
+    configured = check_scope(user=user, catalog=catalog, tables=tables)
     if not isinstance(webhook_url, str) or (webhook_url and urllib.parse.urlsplit(
             webhook_url).scheme not in ("http", "https")) or len(webhook_url) > 2048 or \
             (webhook_url and not urllib.parse.urlsplit(webhook_url).hostname):
         raise PolicyInvalid("webhook_url", "webhook_url must be an http:// or https:// URL "
                             "(or empty: the fleet view only)")
-    if not _covered_rows(catalog, tables, configured):
-        raise PolicyInvalid("tables", f"pattern {tables!r} matches no table of "
-                            f"{'any catalog' if catalog == '*' else 'catalog ' + repr(catalog)}"
-                            " (among the tables whose health Floe has recorded)")
+    check_covers(catalog, tables, configured)
     return AlertRule.objects.create(name=name, metric=metric, op=op, threshold=float(threshold),
                                     catalog=catalog, tables=tables, webhook_url=webhook_url,
                                     created_by=user if user.is_authenticated else None)
@@ -205,7 +182,7 @@ def alerts_check() -> AlertsResult:
         compare = _OPS[rule.op]
         open_alerts = {(a.catalog, a.namespace, a.table): a for a in Alert.objects.filter(
             rule=rule, resolved_at__isnull=True, task_run__isnull=True)}
-        for row in _covered_rows(rule.catalog, rule.tables, configured):
+        for row in covered_rows(rule.catalog, rule.tables, configured):
             key = (row.catalog, row.namespace, row.table)
             value = _value(rule, row, now_s)
             holds = value is not None and compare(value, rule.threshold)

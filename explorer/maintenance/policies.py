@@ -49,7 +49,8 @@ from explorer.errors import PolicyInvalid
 from explorer.models import MaintenancePolicy, PolicyTablePause, TableMetrics
 from explorer.tables import selectors
 
-__all__ = ["Decision", "policies_preview", "policy_create", "policy_for", "table_pause_set"]
+__all__ = ["Decision", "check_covers", "check_name", "check_scope", "covered_rows",
+           "policies_preview", "policy_create", "policy_for", "table_pause_set"]
 
 A = MaintenancePolicy.Action
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -110,26 +111,27 @@ def _params(action: str, raw: Any) -> dict[str, Any]:
     return out
 
 
-def _covered(catalog: str, pattern: str, catalogs: list[str]) -> list[TableMetrics]:
+def covered_rows(catalog: str, pattern: str, catalogs: list[str]) -> list[TableMetrics]:
+    """The current recorded states of the tables of ``catalog`` (``*``: of ``catalogs``)
+    whose ``namespace.table`` matches ``pattern``."""
     rows = TableMetrics.objects.filter(current=True, catalog__in=catalogs if catalog == "*"
                                        else [catalog])
-    return [r for r in rows.only("catalog", "namespace", "table")
-            if fnmatch.fnmatchcase(f"{r.namespace}.{r.table}", pattern)]
+    return [r for r in rows if fnmatch.fnmatchcase(f"{r.namespace}.{r.table}", pattern)]
 
 
-def policy_create(*, user: Any, name: Any, action: Any, catalog: Any = "*", tables: Any = "*",
-                  params: Any = None, every_seconds: Any = 86400, window: Any = None,
-                  paused: bool = False) -> MaintenancePolicy:
-    """Store a policy, every field checked first (PolicyInvalid names the one at fault;
-    nothing is stored). Needs the admin role on its catalog (on every catalog for ``*``)."""
+def check_name(name: Any, taken: bool, what: str) -> str:
+    """A policy's or alert rule's name (PolicyInvalid ``name`` otherwise)."""
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise PolicyInvalid("name", "name must be 1–64 of a-z, 0-9, '-' and '_', starting "
                             "with a letter or digit")
-    if MaintenancePolicy.objects.filter(name=name).exists():
-        raise PolicyInvalid("name", f"a policy named {name!r} exists")
-    if action not in A.values:
-        raise PolicyInvalid("action", f"action must be one of {', '.join(A.values)}, not "
-                            f"{action!r}")
+    if taken:
+        raise PolicyInvalid("name", f"{what} named {name!r} exists")
+    return name
+
+
+def check_scope(*, user: Any, catalog: Any, tables: Any) -> list[str]:
+    """A catalog (or ``*``) the user administers and a pattern on ``namespace.table``
+    (PolicyInvalid ``catalog`` / ``tables``, Forbidden); the configured catalogs."""
     configured = [c.name for c in selectors.catalog_list()]
     if not isinstance(catalog, str) or (catalog != "*" and catalog not in configured):
         raise PolicyInvalid("catalog", f"no catalog {catalog!r}: catalogs are "
@@ -138,6 +140,27 @@ def policy_create(*, user: Any, name: Any, action: Any, catalog: Any = "*", tabl
     if not isinstance(tables, str) or not _PATTERN.fullmatch(tables):
         raise PolicyInvalid("tables", "tables must be a pattern on namespace.table (letters, "
                             "digits, _ . - and the wildcards * ? [ ])")
+    return configured
+
+
+def check_covers(catalog: str, tables: str, configured: list[str]) -> None:
+    """The pattern matches a table whose health is recorded (PolicyInvalid ``tables``)."""
+    if not covered_rows(catalog, tables, configured):
+        raise PolicyInvalid("tables", f"pattern {tables!r} matches no table of "
+                            f"{'any catalog' if catalog == '*' else 'catalog ' + repr(catalog)}"
+                            " (among the tables whose health Floe has recorded)")
+
+
+def policy_create(*, user: Any, name: Any, action: Any, catalog: Any = "*", tables: Any = "*",
+                  params: Any = None, every_seconds: Any = 86400, window: Any = None,
+                  paused: bool = False) -> MaintenancePolicy:
+    """Store a policy, every field checked first (PolicyInvalid names the one at fault;
+    nothing is stored). Needs the admin role on its catalog (on every catalog for ``*``)."""
+    check_name(name, MaintenancePolicy.objects.filter(name=name).exists(), "a policy")
+    if action not in A.values:
+        raise PolicyInvalid("action", f"action must be one of {', '.join(A.values)}, not "
+                            f"{action!r}")
+    configured = check_scope(user=user, catalog=catalog, tables=tables)
     checked = _params(action, params)
     if isinstance(every_seconds, bool) or not isinstance(every_seconds, int) or \
             not MIN_EVERY <= every_seconds <= MAX_EVERY:
@@ -153,10 +176,7 @@ def policy_create(*, user: Any, name: Any, action: Any, catalog: Any = "*", tabl
         if start == end:
             raise PolicyInvalid("window", f"window {window} is empty: its start and end are "
                                 "the same time")
-    if not _covered(catalog, tables, configured):
-        raise PolicyInvalid("tables", f"pattern {tables!r} matches no table of "
-                            f"{'any catalog' if catalog == '*' else 'catalog ' + repr(catalog)}"
-                            " (among the tables whose health Floe has recorded)")
+    check_covers(catalog, tables, configured)
     with transaction.atomic():
         return MaintenancePolicy.objects.create(
             name=name, action=action, catalog=catalog, tables=tables, params=checked,
