@@ -437,6 +437,10 @@ def _entries(f: AvroFile, manifest: ManifestFile, discard_deleted: bool) -> list
             i = _lookup(didx, nf)
             positions.append(i if i is not None else width + (1 if nf is S.CONTENT else 0))
     pick = itemgetter(*positions)
+    # the usual case (no partition values to convert, no row ids to assign): content and
+    # format mapped, the other values taken as they are
+    simple = not convert and manifest.first_row_id is None
+    pick_head, pick_rest = itemgetter(*positions[:3]), itemgetter(*positions[3:])
     tail = tuple(consts)
 
     inherit = manifest.added_snapshot_id is not None
@@ -455,17 +459,25 @@ def _entries(f: AvroFile, manifest: ManifestFile, discard_deleted: bool) -> list
         status = statuses[rec[i_status]]
         if discard_deleted and status is deleted:
             continue
-        values = list(pick(rec[i_df] + tail))
-        values[0] = contents[values[0]]
-        values[2] = formats.get(values[2], values[2])
-        if convert:
-            values[_PARTITION_POS] = tuple(
-                v if c is None or v is None else c(v)
-                for c, v in zip(converters, values[_PARTITION_POS], strict=True)
-            )
-        if next_row_id is not None and values[0] == 0 and values[_FIRST_ROW_ID_POS] is None:
-            values[_FIRST_ROW_ID_POS] = next_row_id
-            next_row_id += values[4]
+        row = rec[i_df] + tail
+        if simple:
+            content, path, fmt = pick_head(row)
+            data_file = new_df(DataFile, (contents[content], path, formats.get(fmt, fmt))
+                               + pick_rest(row))
+        else:
+            values = list(pick(row))
+            values[0] = contents[values[0]]
+            values[2] = formats.get(values[2], values[2])
+            if convert:
+                values[_PARTITION_POS] = tuple(
+                    v if c is None or v is None else c(v)
+                    for c, v in zip(converters, values[_PARTITION_POS], strict=True)
+                )
+            if next_row_id is not None and values[0] == 0 and \
+                    values[_FIRST_ROW_ID_POS] is None:
+                values[_FIRST_ROW_ID_POS] = next_row_id
+                next_row_id += values[4]
+            data_file = new_df(DataFile, values)
         sid = rec[i_sid] if i_sid is not None else None
         seq = rec[i_seq] if i_seq is not None else None
         fseq = rec[i_fseq] if i_fseq is not None else None
@@ -476,7 +488,7 @@ def _entries(f: AvroFile, manifest: ManifestFile, discard_deleted: bool) -> list
                 seq = m_seq
             if fseq is None and (m_seq == 0 or status == 1):
                 fseq = m_seq
-        append(ManifestEntry(status, sid, seq, fseq, new_df(DataFile, values)))
+        append(new_df(ManifestEntry, (status, sid, seq, fseq, data_file)))
     return out
 
 
