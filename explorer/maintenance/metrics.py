@@ -1,9 +1,10 @@
 """A table's health over time: one :class:`TableMetrics` row per table state (metadata file)
 Floe observes, with the numbers :func:`floe.health.table_metrics` counts.
 
-Recorded by :func:`metrics_record` after a task of Floe's committed (the worker), after a
-commit through the served REST catalog (the request: from the metadata and the manifest
-list only, no data manifest read on an engine's commit path), and by :func:`metrics_sweep`,
+Recorded by :func:`metrics_record` after a task of Floe's committed (the worker), by
+:func:`metrics_record_commit` with a commit through the served REST catalog (from the
+committed metadata only, in the transaction of its audit entry: nothing is read on an
+engine's commit path), and by :func:`metrics_sweep`,
 which lists every catalog's tables and reads the current metadata of each (one metadata read
 per table that changed; unchanged files are cached), recording a state no Floe task or REST
 commit of this site made as ``external`` with the engine its snapshot summary names. A state
@@ -16,6 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import IntegrityError, transaction
 
@@ -25,9 +27,11 @@ from explorer.tables import selectors
 from explorer.tables.details import health_inputs
 from floe.errors import FloeError
 from floe.health import attention, table_health, table_metrics
+from floe.metadata import TableMetadata
 from floe.table import Table
 
-__all__ = ["SweepResult", "metrics_history", "metrics_record", "metrics_sweep"]
+__all__ = ["SweepResult", "metrics_history", "metrics_record", "metrics_record_commit",
+           "metrics_sweep"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,54 +50,80 @@ def _made_here(key: dict[str, str], location: str) -> bool:
     return AuditEntry.objects.filter(**key, metadata_after=location).exists()
 
 
-def metrics_record(*, table: Table, source: str, read_files: bool = True,
-                   external: bool | None = None) -> TableMetrics | None:
+def _row(key: dict[str, str], location: str, md: TableMetadata, *, source: str,
+         external: bool, manifests: Any = None, sizes: list[int] | None = None,
+         metadata_bytes: int | None = None) -> TableMetrics:
+    """The (unsaved) row of one state: its numbers, warnings and attention."""
+    now_ms = int(time.time() * 1000)
+    numbers = table_metrics(md, now_ms=now_ms, manifests=manifests, data_file_sizes=sizes,
+                            metadata_bytes=metadata_bytes)
+    health = table_health(md, now_ms=now_ms, manifests=manifests, data_file_sizes=sizes)
+    snapshot = md.current_snapshot()
+    engine = summary_engine(dict(snapshot.summary)) if snapshot is not None else None
+    return TableMetrics(**key, metadata_location=location, source=source, external=external,
+                        engine=(engine or "")[:255], current=True,
+                        warnings=[m["key"] for m in health if m["status"] == "warn"],
+                        attention=attention(health),
+                        policy_properties={k: v for k, v in md.properties.items()
+                                           if k.startswith(POLICY_PROPERTY_PREFIX)},
+                        **{k: v for k, v in numbers.items() if k in _FIELDS})
+
+
+def _save(row: TableMetrics) -> TableMetrics | None:
+    """Store a new state as its table's current one; the stored row when another process
+    recorded the same state meanwhile (a sweep beside a task)."""
+    key = {"catalog": row.catalog, "namespace": row.namespace, "table": row.table}
+    try:
+        with transaction.atomic():
+            row.save()
+            # the newest recorded state is the table's current one (the fleet view's)
+            TableMetrics.objects.filter(**key, current=True).exclude(pk=row.pk).update(
+                current=False)
+    except IntegrityError:
+        return TableMetrics.objects.filter(**key, metadata_location=row.metadata_location
+                                           ).first()
+    return row
+
+
+def metrics_record(*, table: Table, source: str, external: bool | None = None
+                   ) -> TableMetrics | None:
     """The row of the table's current state, recorded unless it is already (None when it
-    could not be made: logged). ``read_files``: read the manifest list, the live data files'
+    could not be made: logged): from its metadata, the manifest list, the live data files'
     sizes (bounded, see :func:`explorer.tables.details.health_inputs`) and the metadata
-    file's size; without, the numbers the metadata holds only (an engine's commit path);
-    ``external``: None asks the audit trail."""
+    file's size. ``external``: None asks the audit trail."""
     key = _key(table)
     location = table.metadata_location
     try:
         found = TableMetrics.objects.filter(**key, metadata_location=location).first()
         if found is not None:
             return found
-        manifests, sizes, metadata_bytes = None, None, None
-        if read_files:
-            manifests, sizes, _ = health_inputs(table)
-            try:
-                metadata_bytes = table.io.size(location)
-            except (OSError, FloeError):
-                metadata_bytes = None
-        now_ms = int(time.time() * 1000)
-        numbers = table_metrics(table.metadata, now_ms=now_ms, manifests=manifests,
-                                data_file_sizes=sizes, metadata_bytes=metadata_bytes)
-        health = table_health(table.metadata, now_ms=now_ms, manifests=manifests,
-                              data_file_sizes=sizes)
-        snapshot = table.current_snapshot()
-        engine = summary_engine(dict(snapshot.summary)) if snapshot is not None else None
+        manifests, sizes, _ = health_inputs(table)
+        try:
+            metadata_bytes: int | None = table.io.size(location)
+        except (OSError, FloeError):
+            metadata_bytes = None
         if external is None:
             external = not _made_here(key, location)
-        row = TableMetrics(**key, metadata_location=location, source=source,
-                           external=external, engine=(engine or "")[:255], current=True,
-                           warnings=[m["key"] for m in health if m["status"] == "warn"],
-                           attention=attention(health),
-                           policy_properties={k: v for k, v in table.metadata.properties.items()
-                                              if k.startswith(POLICY_PROPERTY_PREFIX)},
-                           **{k: v for k, v in numbers.items() if k in _FIELDS})
-        try:
-            with transaction.atomic():
-                row.save()
-                # the newest recorded state is the table's current one (the fleet view's)
-                TableMetrics.objects.filter(**key, current=True).exclude(pk=row.pk).update(
-                    current=False)
-        except IntegrityError:  # recorded meanwhile (a sweep beside a task)
-            return TableMetrics.objects.filter(**key, metadata_location=location).first()
-        return row
+        return _save(_row(key, location, table.metadata, source=source, external=external,
+                          manifests=manifests, sizes=sizes, metadata_bytes=metadata_bytes))
     except Exception:  # the change is made: its health row is a side matter
         logger.exception("could not record the health of %s:%s.%s", key["catalog"],
                          key["namespace"], key["table"])
+        return None
+
+
+def metrics_record_commit(*, catalog: str, namespace: str, table: str, location: str,
+                          metadata: TableMetadata, source: str) -> TableMetrics | None:
+    """The row of a state this site just committed (a REST commit), from its metadata only:
+    nothing more is read on an engine's commit path (the manifests and small-file numbers
+    stay unknown for it). Made inside the caller's transaction: one database commit with the
+    audit entry."""
+    key = {"catalog": catalog, "namespace": namespace, "table": table}
+    try:
+        return _save(_row(key, location, metadata, source=source, external=False))
+    except Exception:  # the change is made: its health row is a side matter
+        logger.exception("could not record the health of %s:%s.%s", catalog, namespace,
+                         table)
         return None
 
 

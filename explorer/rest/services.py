@@ -30,9 +30,8 @@ from django.db import transaction
 
 from explorer.access import permissions
 from explorer.catalogs import catalog_get, catalog_storage_properties
-from explorer.maintenance.metrics import metrics_record
+from explorer.maintenance.metrics import metrics_record_commit
 from explorer.models import AuditEntry, EngineReport, TableMetrics
-from explorer.tables import selectors
 from floe.catalog.rest import RestCatalog
 from floe.rest_server import (
     Access,
@@ -118,23 +117,24 @@ def audit_changes(*, user: Any, engine: str, operation: Operation, changes: Iter
     """One audit entry per change a REST request made (or may have made)."""
     entries = []
     duration = int((finished_at - started_at).total_seconds() * 1000)
-    for change in changes:
-        params: dict[str, Any] = {"engine": engine, "operation": operation.name,
-                                  **dict(change.detail)}
-        if change.outcome != "succeeded":
-            params["outcome"] = change.outcome
-        entries.append(AuditEntry.objects.create(
-            actor_id=user.pk, actor_name=user.get_username(), actor_via="rest",
-            action=f"rest_{change.action}", params=params, catalog=change.catalog,
-            namespace=".".join(change.namespace), table=change.table or "",
-            metadata_before=change.metadata_before or "",
-            metadata_after=change.metadata_after or "",
-            snapshot_before=change.snapshot_before, snapshot_after=change.snapshot_after,
-            outcome=_outcome(change), error=change.error, started_at=started_at,
-            finished_at=finished_at, duration_ms=duration))
-        if change.outcome == "succeeded" and change.metadata_after and change.table and \
-                change.action in _STATE_MAKING:
-            _record_health(change)
+    with transaction.atomic():  # one database commit: the entries and the health rows
+        for change in changes:
+            params: dict[str, Any] = {"engine": engine, "operation": operation.name,
+                                      **dict(change.detail)}
+            if change.outcome != "succeeded":
+                params["outcome"] = change.outcome
+            entries.append(AuditEntry.objects.create(
+                actor_id=user.pk, actor_name=user.get_username(), actor_via="rest",
+                action=f"rest_{change.action}", params=params, catalog=change.catalog,
+                namespace=".".join(change.namespace), table=change.table or "",
+                metadata_before=change.metadata_before or "",
+                metadata_after=change.metadata_after or "",
+                snapshot_before=change.snapshot_before, snapshot_after=change.snapshot_after,
+                outcome=_outcome(change), error=change.error, started_at=started_at,
+                finished_at=finished_at, duration_ms=duration))
+            if change.outcome == "succeeded" and change.metadata_after and change.table and \
+                    change.action in _STATE_MAKING:
+                _record_health(change)
     return entries
 
 
@@ -143,20 +143,21 @@ _STATE_MAKING = ("commit", "create_table", "register_table")
 
 
 def _record_health(change: Change) -> None:
-    """The health of the state a REST commit made, from its metadata only (no manifest read
-    on an engine's commit path; the sweep never reads it again). Not for proxied catalogs:
+    """The health of the state a REST commit made, from its committed metadata (the catalog's
+    cache holds it: nothing is read on an engine's commit path). Not for proxied catalogs:
     their tables are read through the upstream, which the sweep does."""
     try:
-        if isinstance(catalog_get(change.catalog), RestCatalog):
+        catalog = catalog_get(change.catalog)
+        if isinstance(catalog, RestCatalog) or change.metadata_after is None:
             return
-        table = selectors.table_load(catalog=change.catalog, namespace=".".join(
-            change.namespace), name=change.table or "")
+        metadata = catalog.read_metadata(change.metadata_after)
     except Exception:  # the commit is made: its health row is a side matter
         log.warning("the health of %s after a REST commit could not be read", change.table)
         return
-    if table.metadata_location == change.metadata_after:  # else another commit came between
-        metrics_record(table=table, source=TableMetrics.Source.REST, read_files=False,
-                       external=False)
+    with transaction.atomic():  # a failure to record leaves the audit entries in place
+        metrics_record_commit(catalog=change.catalog, namespace=".".join(change.namespace),
+                              table=change.table or "", location=change.metadata_after,
+                              metadata=metadata, source=TableMetrics.Source.REST)
 
 
 # -- metrics reports -------------------------------------------------------------------------
