@@ -66,21 +66,34 @@
   }
   // plotly.js is large (scripts/build-plotly.sh): a page's numbers come first, its charts
   // after. A page with charts preloads it (explorer/plotly_preload.html: the bytes arrive and
-  // compile while the page is parsed and painted); the first call runs it in the task after
-  // the next frame, so never before the page has been painted. Every call resolves with
-  // window.Plotly.
+  // compile while the page is parsed and painted); the first call runs it once the browser
+  // reports the page's first contentful paint (a busy machine reports it some frames after
+  // the first one), or after a second at most. Every call resolves with window.Plotly.
+  function afterFirstPaint(fn) {
+    var done = false;
+    function go() { if (!done) { done = true; setTimeout(fn, 0); } }
+    var types = window.PerformanceObserver && PerformanceObserver.supportedEntryTypes;
+    if (!types || types.indexOf("paint") < 0) {
+      window.requestAnimationFrame(function () { setTimeout(go, 0); });
+      return;
+    }
+    var seen = new PerformanceObserver(function (list) {
+      if (list.getEntriesByName("first-contentful-paint").length) { seen.disconnect(); go(); }
+    });
+    seen.observe({ type: "paint", buffered: true });
+    setTimeout(function () { seen.disconnect(); go(); }, 1000);
+  }
   var plotlyLoaded = null;
   function plotly(src) {
     if (!plotlyLoaded) {
       plotlyLoaded = new Promise(function (resolve, reject) {
-        function load() {
+        afterFirstPaint(function () {
           var script = document.createElement("script");
           script.src = src;
           script.onload = function () { resolve(window.Plotly); };
           script.onerror = function () { reject(new Error("could not load " + src)); };
           document.head.appendChild(script);
-        }
-        window.requestAnimationFrame(function () { setTimeout(load, 0); });
+        });
       });
     }
     return plotlyLoaded;
