@@ -20,7 +20,7 @@ TRIALS = 60
 SCHEMA = Schema(NestedField(1, "id", LONG, required=True))
 
 
-def keep_committing(warehouse: str, seed: int, ready) -> None:
+def keep_committing(warehouse: str, seed: int, ready, committed) -> None:
     table = FileSystemCatalog("fs", warehouse).load_table("db.t")
     ready.set()
     n = seed * 1_000_000
@@ -31,6 +31,7 @@ def keep_committing(warehouse: str, seed: int, ready) -> None:
             table.new_transaction().delete_files(live[:1]).commit()  # overwrite-style rewrites
         else:
             table.append(pa.table({"id": pa.array([n], pa.int64())}))
+        committed.set()
 
 
 def _live_files(table):
@@ -69,11 +70,14 @@ def test_sigkill_during_commits_never_breaks_the_table(tmp_path):
     rng = random.Random(1234)
     seen = 0
     for trial in range(TRIALS):
-        ready = ctx.Event()
-        child = ctx.Process(target=keep_committing, args=(warehouse, trial, ready))
+        ready, committed = ctx.Event(), ctx.Event()
+        child = ctx.Process(target=keep_committing, args=(warehouse, trial, ready, committed))
         child.start()
         assert ready.wait(60)
-        time.sleep(rng.uniform(0.0, 0.2))  # a commit takes ~10 ms: kills land anywhere in it
+        # its first commit done (a fresh process's first is slow on a busy machine), then a
+        # kill at a random point: a commit takes ~10 ms, so kills land anywhere in one
+        assert committed.wait(60)
+        time.sleep(rng.uniform(0.0, 0.2))
         os.kill(child.pid, signal.SIGKILL)
         child.join()
         assert child.exitcode == -signal.SIGKILL
