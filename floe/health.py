@@ -4,7 +4,9 @@ Cheap by construction: everything comes from the table metadata (snapshot summar
 most the current snapshot's manifest list. Per-file sizes (for the small-file ratio) are
 passed in by the caller, who reads the current data manifests only when their entry count
 (known from the manifest list) is bounded; otherwise the ratio is reported as unknown and
-the average file size from the summary is shown instead.
+the average file size from the summary is shown instead. Partition skew is judged only when
+the caller passes the record count of each partition from the current snapshot's partition
+statistics file (spec "Partition Statistics"); this module computes no statistics.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from floe.properties import (
     int_property,
 )
 
-__all__ = ["attention", "table_health", "table_metrics"]
+__all__ = ["attention", "partition_skew", "table_health", "table_metrics"]
 
 #: A data file is "small" below this fraction of the target file size.
 SMALL_FILE_FRACTION = 0.25
@@ -43,6 +45,11 @@ SMALL_FILE_FRACTION = 0.25
 SMALL_FILE_RATIO_WARN = 0.5
 DELETE_FILE_RATIO_WARN = 0.1
 DELETED_ROW_RATIO_WARN = 0.1
+#: Partition skew: the largest partition's rows in data files over the mean rows per
+#: partition (1.0 when even; at most the number of partitions). Flagged above this.
+PARTITION_SKEW_WARN = 10.0
+#: The signs whose value is a share (0..1): :func:`attention` ranks by the largest of them.
+_SHARES = ("small_file_ratio", "delete_file_ratio", "deleted_row_ratio")
 
 OK, WARN, UNKNOWN = "ok", "warn", "unknown"
 
@@ -85,15 +92,28 @@ def _expirable(md: TableMetadata, now_ms: int) -> int:
     return len(expirable[: max(0, len(md.snapshots) - keep)])
 
 
+def partition_skew(partition_records: Sequence[int]) -> float | None:
+    """The largest partition's records over the mean records per partition (None when there
+    is no partition or no record)."""
+    total = sum(partition_records)
+    if not partition_records or total <= 0:
+        return None
+    return max(partition_records) / (total / len(partition_records))
+
+
 def table_metrics(
     md: TableMetadata, *, now_ms: int, manifests: Sequence[ManifestFile] | None = None,
     data_file_sizes: Sequence[int] | None = None, metadata_bytes: int | None = None,
+    partition_records: Sequence[int] | None = None,
 ) -> dict[str, Any]:
     """The numbers of the current table state, flat (what a history of a table's health
     keeps; None where unknown): files, records, deletes and sizes from the current snapshot's
     summary; small-file ratio from ``data_file_sizes`` (the live data files' sizes, when
     read); manifests from ``manifests`` (the current manifest list, when read); snapshots,
-    those past expiry and the last commit from the metadata; ``metadata_bytes`` as given."""
+    those past expiry and the last commit from the metadata; ``metadata_bytes`` as given;
+    partitions and their skew (:func:`partition_skew`) from ``partition_records`` (each
+    partition's records in data files, from the current snapshot's partition statistics
+    file, when it has one and it was read)."""
     snapshot = md.current_snapshot()
     summary = dict(snapshot.summary) if snapshot is not None else {}
 
@@ -127,19 +147,27 @@ def table_metrics(
         "metadata_bytes": metadata_bytes,
         "snapshot_id": md.current_snapshot_id,
         "last_commit_ms": md.last_updated_ms,
+        "partitions": None if partition_records is None else len(partition_records),
+        "partition_skew": None if partition_records is None
+        else partition_skew(partition_records),
     }
 
 
 def table_health(
     md: TableMetadata, *, now_ms: int, manifests: Sequence[ManifestFile] | None = None,
     data_file_sizes: Sequence[int] | None = None,
+    partition_records: Sequence[int] | None = None,
 ) -> list[dict[str, Any]]:
     """Health metrics of the current table state, each judged by its threshold.
 
     ``manifests``: the current snapshot's manifest list (None when not read);
-    ``data_file_sizes``: sizes of the current live data files (None when not read).
+    ``data_file_sizes``: sizes of the current live data files (None when not read);
+    ``partition_records``: each partition's records in data files, from the current
+    snapshot's partition statistics (None when it has none or they were not read: then
+    there is no partition-skew sign).
     """
-    n = table_metrics(md, now_ms=now_ms, manifests=manifests, data_file_sizes=data_file_sizes)
+    n = table_metrics(md, now_ms=now_ms, manifests=manifests, data_file_sizes=data_file_sizes,
+                      partition_records=partition_records)
     target, small_below = n["target_file_bytes"], n["small_file_bytes"]
     data_files, delete_files = n["data_files"], n["delete_files"]
     metrics = []
@@ -197,13 +225,24 @@ def table_health(
         f"keeping at least {MIN_SNAPSHOTS_TO_KEEP} ({keep})",
         expirable > 0,
         f"{n['snapshots']} snapshots in the metadata"))
+
+    if partition_records is not None:
+        skew, count = n["partition_skew"], n["partitions"]
+        metrics.append(_metric(
+            "partition_skew", "Partition skew", skew,
+            "rows in the largest partition / mean rows per partition; flagged above "
+            f"{PARTITION_SKEW_WARN:g}×",
+            None if skew is None else skew > PARTITION_SKEW_WARN,
+            f"{count} partitions, the largest with {max(partition_records, default=0)} rows "
+            "(partition statistics of the current snapshot)"))
     return metrics
 
 
 def attention(health: Sequence[dict[str, Any]]) -> float:
     """How much a table needs attention, to rank tables worst first: one per sign that warns,
-    plus (under one) the largest of its ratios, so that among tables with as many warnings
+    plus (under one) the largest of its shares, so that among tables with as many warnings
     the one with more small files, delete files or deleted rows comes first."""
     warnings = sum(1 for m in health if m["status"] == WARN)
-    ratios = [m["value"] for m in health if isinstance(m["value"], float)]
+    ratios = [m["value"] for m in health
+              if m["key"] in _SHARES and isinstance(m["value"], float)]
     return warnings + 0.99 * min(1.0, max(ratios, default=0.0))

@@ -76,7 +76,8 @@ def _summary_int(snapshot: Snapshot, key: str) -> int | None:
 def live_rows(io: Any, md: TableMetadata, snapshot: Snapshot | None = None, *,
               max_files: int = MAX_FILES, max_rows: int = MAX_ROWS,
               cache: ManifestCache | None = DEFAULT_CACHE) -> LiveRows:
-    """The live rows of ``snapshot`` (default: the current one); see the module docstring."""
+    """The live rows of ``snapshot`` (default: the current one); see the module docstring.
+    With ``max_files=0`` nothing is read (``io`` is not used): the summary or its bounds."""
     snap = snapshot if snapshot is not None else md.current_snapshot()
     if snap is None:
         return LiveRows(SUMMARY, 0, 0, 0, 0, 0, 0, 0)
@@ -91,7 +92,7 @@ def live_rows(io: Any, md: TableMetadata, snapshot: Snapshot | None = None, *,
         return LiveRows(UNKNOWN, None, None, None, **known)
     if delete_files == 0 or (delete_files is None and pos == 0 and eq == 0):
         return LiveRows(SUMMARY, records, records, records, **known)
-    if data_files is not None and delete_files is not None \
+    if max_files > 0 and data_files is not None and delete_files is not None \
             and data_files + delete_files <= max_files:
         counted = _count(io, md, snap, max_rows, cache)
         if counted is not None:
