@@ -376,6 +376,18 @@ class TableMetrics(models.Model):
     snapshots = models.IntegerField(null=True, blank=True)
     snapshots_past_expiry = models.IntegerField(null=True, blank=True)
     metadata_bytes = models.BigIntegerField(null=True, blank=True)
+    # the rows a read returns (floe.live_rows): ``live_records`` when known exactly (from the
+    # summary without delete files, or counted when bounded), else null with the bounds the
+    # summary proves in ``live_min``..``live_max`` (null when not even those are known)
+    live_records = models.BigIntegerField(null=True, blank=True)
+    live_exact = models.BooleanField(default=False)
+    live_min = models.BigIntegerField(null=True, blank=True)
+    live_max = models.BigIntegerField(null=True, blank=True)
+    # from the current snapshot's partition statistics file, null without one: how many
+    # partitions, and the largest one's rows over the mean rows per partition
+    # (floe.health.partition_skew)
+    partitions = models.IntegerField(null=True, blank=True)
+    partition_skew = models.FloatField(null=True, blank=True)
     # the table's own maintenance settings (its floe.policy.* properties at this state)
     policy_properties = models.JSONField(default=dict, blank=True)
     # how it is judged (floe.health.table_health): the keys of the signs that warn, and a
