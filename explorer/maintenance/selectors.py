@@ -22,6 +22,7 @@ WARNING_LABELS = {
     "deleted_row_ratio": "deleted rows",
     "manifests_per_snapshot": "many manifests",
     "snapshots_not_expired": "snapshots to expire",
+    "partition_skew": "partition skew",
     "unreadable": "unreadable",
 }
 
@@ -49,6 +50,8 @@ def fleet(*, user: Any, catalog: str | None = None, namespace: str | None = None
 #: how the newest value reads).
 SPARKLINES = (("data_files", "Data files", "count"), ("small_file_ratio", "Small files", "ratio"),
               ("delete_files", "Delete files", "count"), ("records", "Rows in data files", "count"),
+              ("live_records", "Live rows (when exact)", "count"),
+              ("partition_skew", "Partition skew", "times"),
               ("manifests", "Manifests", "count"), ("snapshots", "Snapshots", "count"))
 _W, _H = 120, 24
 
@@ -74,7 +77,8 @@ def health_sparklines(*, catalog: str, namespace: str, table: str, limit: int = 
         values = [r[field] for r in rows if r[field] is not None]
         if not values:
             continue
-        shown = [f"{v:.0%}" if unit == "ratio" else f"{v:,}" for v in (values[0], values[-1])]
+        shown = [f"{v:.0%}" if unit == "ratio" else f"{v:.1f}×" if unit == "times"
+                 else f"{v:,}" for v in (values[0], values[-1])]
         lines.append({"field": field, "label": label, "first": shown[0], "last": shown[1],
                       "points": _points([float(v) for v in values]) if len(values) > 1 else "",
                       "count": len(values), "width": _W, "height": _H})

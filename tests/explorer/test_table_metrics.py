@@ -2,22 +2,35 @@
 its own tasks (in the worker, after the commit), and from the sweep of every catalog, which
 records a state made elsewhere as external with the engine its summary names, once; the API
 serves the history. (REST commits: tests/api/test_iceberg_rest.py; a Spark commit seen by
-the sweep: tests/interop/test_explorer_tasks_interop.py.)"""
+the sweep: tests/interop/test_explorer_tasks_interop.py.) Part 2: live rows and partition
+skew on the row, a REST commit's row completed by the sweep and recorded without a read, and
+one current row per table when two states are recorded at once on PostgreSQL."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from django.test import Client
+from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
+from sqlalchemy import create_engine, make_url, text
 
-from explorer.maintenance.metrics import metrics_sweep
+from explorer.maintenance.metrics import metrics_record_commit, metrics_sweep
 from explorer.models import TableMetrics, TaskRun
+from floe.catalog.base import TableIdentifier
+from floe.catalog.rest import RestCatalog
 from floe.health import table_metrics
+from floe.maintenance.partition_stats import compute_partition_stats
 from floe.manifest import read_manifest_list
 from tests.explorer.tasks_support import client_for, load, make_table, rows, user_with
 
@@ -195,3 +208,165 @@ def test_the_overview_draws_the_health_over_time(lake: Path) -> None:
     assert heights == sorted(heights, reverse=True) and heights[0] > heights[-1]
     assert "300 → 330 over 4" in line.group(1)
     assert 'data-metric="data_files"' in doc and 'data-metric="small_file_ratio"' in doc
+
+
+# -- part 2: live rows, partitions, REST rows completed, one current row ----------------------
+
+
+def _buys(first: int, n: int) -> pa.Table:
+    """Rows of the ``buy`` partition alone."""
+    return rows(first, n).set_column(1, "kind", pa.array(["buy"] * n))
+
+
+def test_the_sweep_records_live_rows_and_partition_skew(lake: Path) -> None:
+    table = load(lake, "ns").append(_buys(1000, 600))  # buy: 100 + 600; click, view: 100
+    metrics_sweep()
+    (plain,) = _rows()
+    assert (plain.live_records, plain.live_exact, plain.live_min, plain.live_max) == (
+        900, True, None, None)  # no delete files: the summary's records
+    assert (plain.partitions, plain.partition_skew) == (None, None)  # no statistics file
+    # the first append's files go whole; 50 position deletes on the second's
+    table = table.delete_where("id < 150", mode="merge-on-read")
+    assert compute_partition_stats(table).committed
+    metrics_sweep()
+    row = _rows()[-1]
+    assert row.metadata_location == load(lake, "ns").metadata_location
+    # counted as the overview counts them (bounded): 800 - 50, exact
+    assert (row.records, row.position_deletes) == (800, 50)
+    assert (row.live_records, row.live_exact, row.live_min, row.live_max) == (
+        750, True, None, None)
+    # partitions of the current snapshot's statistics: rows in data files (deleted rows
+    # still count: they are in the data files) buy 667, view 67, click 66
+    assert row.partitions == 3
+    assert row.partition_skew == pytest.approx(667 / (800 / 3))
+    assert "partition_skew" not in row.warnings  # 2.5x, flagged above 10x
+    api = client_for(user_with("vic", "viewer"))
+    doc = api.get("/api/catalogs/local/namespaces/ns/tables/events/metrics/").json()
+    assert {k: doc[-1][k] for k in ("live_records", "live_exact", "live_min", "live_max",
+                                    "partitions")} == {
+        "live_records": 750, "live_exact": True, "live_min": None, "live_max": None,
+        "partitions": 3}
+    assert doc[-1]["partition_skew"] == pytest.approx(row.partition_skew)
+    assert doc[0]["partitions"] is None
+    client = Client()
+    client.force_login(user_with("ola", "viewer"))
+    fleet = client.get("/fleet/").content.decode()
+    assert re.search(r'data-col="live-rows"[^>]*>750<', fleet)
+    assert re.search(r'data-col="partition-skew"[^>]*>2\.5×<', fleet)
+    overview = client.get("/catalogs/local/namespaces/ns/tables/events/").content.decode()
+    assert 'data-metric="live_records"' in overview
+    assert 'data-metric="partition_skew"' in overview
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_sweep_completes_the_row_of_a_rest_commit(lake: Path, live_server: Any) -> None:
+    mia = user_with("mia", "maintainer")
+    catalog = RestCatalog("served", {"uri": f"{live_server.url}/iceberg", "warehouse": "local",
+                                     "token": str(Token.objects.create(user=mia).key)})
+    try:
+        table = catalog.load_table(TableIdentifier(("ns",), "events"))
+        table.delete_where("id < 150", mode="merge-on-read")
+        (row,) = _rows()
+        assert (row.source, row.external, row.metadata_location) == (
+            "rest", False, load(lake, "ns").metadata_location)
+        # from the metadata alone: the summary bounds the live rows (the first append's
+        # files went whole, 50 position deletes on the second's), the files are unread
+        assert (row.records, row.live_records, row.live_exact) == (200, None, False)
+        assert (row.live_min, row.live_max) == (150, 200)
+        assert (row.manifests, row.data_manifests, row.small_files, row.partitions) == (
+            None, None, None, None)
+        swept = metrics_sweep()
+        assert (swept.recorded, swept.completed, swept.errors) == (0, 1, 0)
+        (done,) = _rows()
+        assert done.pk == row.pk and done.observed_at == row.observed_at
+        assert (done.source, done.external, done.current) == ("rest", False, True)
+        after = load(lake, "ns")
+        assert done.manifests == len(read_manifest_list(
+            after.io, after.current_snapshot().manifest_list))
+        assert done.data_manifests is not None and done.metadata_bytes is not None
+        assert (done.small_files, done.small_file_ratio) == (6, 1.0)
+        assert (done.live_records, done.live_exact, done.live_min, done.live_max) == (
+            150, True, None, None)
+        assert "small_file_ratio" in done.warnings
+        assert metrics_sweep().completed == 0  # complete now: nothing to do
+        # statistics committed through REST: a new state, its partitions filled in later
+        assert compute_partition_stats(catalog.load_table(
+            TableIdentifier(("ns",), "events"))).committed
+        stats_row = _rows()[-1]
+        assert (stats_row.source, stats_row.partitions) == ("rest", None)
+        assert metrics_sweep().completed == 1
+        stats_row.refresh_from_db()
+        assert stats_row.partitions == 3  # buy 67, view 67, click 66 rows in data files
+        assert stats_row.partition_skew == pytest.approx(67 / (200 / 3))
+    finally:
+        catalog.close()
+
+
+def test_a_rest_commit_row_reads_no_file(lake: Path) -> None:
+    table = load(lake, "ns").delete_where("id < 30", mode="merge-on-read")
+    md, location = table.metadata, table.metadata_location
+    shutil.rmtree(lake)  # every file of the table gone: a read would fail
+    row = metrics_record_commit(catalog="local", namespace="ns", table="events",
+                                location=location, metadata=md, source="rest")
+    assert row is not None and row.pk is not None
+    assert (row.records, row.position_deletes, row.delete_files) == (300, 30, 3)
+    assert (row.live_records, row.live_exact, row.live_min, row.live_max) == (
+        None, False, 270, 300)
+    assert (row.manifests, row.metadata_bytes, row.partitions) == (None, None, None)
+
+
+_RACE = """
+import json, os, sys, threading
+import django
+django.setup()
+from django.core.management import call_command
+from django.db import connection
+call_command("migrate", verbosity=0)
+from explorer.maintenance.metrics import metrics_record_commit
+from explorer.models import TableMetrics
+from floe.catalog.filesystem import FileSystemCatalog
+md = FileSystemCatalog("local", sys.argv[1]).load_table("ns.events").metadata
+rounds, currents, barrier = int(sys.argv[2]), [], threading.Barrier(2)
+def record(r, i):
+    barrier.wait()
+    metrics_record_commit(catalog="local", namespace="ns", table="events",
+                          location=f"s3://b/state-{r}-{i}.json", metadata=md, source="rest")
+    connection.close()
+for r in range(rounds):
+    threads = [threading.Thread(target=record, args=(r, i)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    currents.append(TableMetrics.objects.filter(current=True).count())
+print(json.dumps({"rows": TableMetrics.objects.count(), "currents": currents}))
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_states_recorded_at_once_leave_one_current_on_postgresql(
+        lake: Path, postgres_url: str, tmp_path: Path) -> None:
+    """Two threads of one process (their own connections) record two states of one table
+    at once, round after round, on a real PostgreSQL (read committed)."""
+    name = f"floe_test_metrics_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(make_url(postgres_url), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(postgres_url).set(drivername="postgres", database=name)
+    try:
+        base = {k: v for k, v in os.environ.items()
+                if not k.startswith(("FLOE_", "DATABASE_URL", "CELERY_"))}
+        done = subprocess.run(
+            [sys.executable, "-c", _RACE, str(lake), "30"],
+            cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True,
+            timeout=300, env={**base, "DJANGO_SETTINGS_MODULE": "explorer.settings",
+                              "FLOE_VAR_DIR": str(tmp_path),
+                              "DATABASE_URL": url.render_as_string(hide_password=False)})
+        assert done.returncode == 0, done.stderr[-3000:]
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        assert result["rows"] == 60
+        assert result["currents"] == [1] * 30
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()

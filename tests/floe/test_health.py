@@ -8,7 +8,7 @@ import pytest
 
 from tests.factories import BASE_MS, write_history_table
 from floe.catalog.filesystem import FileSystemCatalog
-from floe.health import table_health
+from floe.health import attention, partition_skew, table_health, table_metrics
 from floe.inspect import file_rows
 from floe.manifest import read_manifest_list
 from floe.table import Table
@@ -69,3 +69,33 @@ def test_empty_table(table: Table) -> None:
     metrics = _by_key(table_health(md, now_ms=BASE_MS, manifests=[], data_file_sizes=[]))
     assert metrics["small_file_ratio"]["value"] is None
     assert metrics["snapshots_not_expired"]["value"] == 0
+
+
+def test_partition_skew_is_judged_only_from_partition_statistics(table: Table) -> None:
+    md = table.metadata
+    assert "partition_skew" not in _by_key(table_health(md, now_ms=BASE_MS))  # no stats
+    assert table_metrics(md, now_ms=BASE_MS)["partitions"] is None
+    assert partition_skew([100, 100, 100, 100]) == 1.0
+    assert partition_skew([]) is None and partition_skew([0, 0]) is None
+    even = _by_key(table_health(md, now_ms=BASE_MS, partition_records=[10, 10, 10]))
+    assert even["partition_skew"]["value"] == 1.0 and even["partition_skew"]["status"] == "ok"
+    # one partition of 20 holds 209 of 228 rows: 209 / (228 / 20) = 18.3x the mean
+    skewed = [209] + [1] * 19
+    n = table_metrics(md, now_ms=BASE_MS, partition_records=skewed)
+    assert n["partitions"] == 20 and n["partition_skew"] == pytest.approx(209 / (228 / 20))
+    sign = _by_key(table_health(md, now_ms=BASE_MS, partition_records=skewed))["partition_skew"]
+    assert sign["status"] == "warn" and "10×" in sign["threshold"]
+    assert "20 partitions" in sign["detail"]
+    # at the threshold: not flagged; empty partitions only: unknown
+    ten = [10] + [0] * 9  # 10 / (10 / 10)
+    assert _by_key(table_health(md, now_ms=BASE_MS, partition_records=ten)
+                   )["partition_skew"]["status"] == "ok"
+    assert _by_key(table_health(md, now_ms=BASE_MS, partition_records=[0])
+                   )["partition_skew"]["status"] == "unknown"
+
+
+def test_skew_is_one_warning_but_no_share_in_the_attention(table: Table) -> None:
+    md = table.metadata
+    plain = table_health(md, now_ms=BASE_MS)
+    skewed = table_health(md, now_ms=BASE_MS, partition_records=[1000] + [1] * 99)
+    assert attention(skewed) == pytest.approx(attention(plain) + 1)
