@@ -437,8 +437,6 @@ class MaintenancePolicy(models.Model):
     window_start = models.CharField(max_length=5, blank=True, default="")
     window_end = models.CharField(max_length=5, blank=True, default="")
     paused = models.BooleanField(default=False)
-    # when it last looked at its tables (it acts on a table at most once per every_seconds)
-    last_run_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

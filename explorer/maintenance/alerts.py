@@ -47,6 +47,15 @@ METRICS: dict[str, tuple[str, float, float]] = {
     "deleted_row_ratio": ("the share of deleted rows", 0.0, 1.0),
     "data_files": ("data files", 0, 1e15),
     "delete_files": ("delete files", 0, 1e15),
+    "equality_deletes": ("equality deletes", 0, 1e18),
+    "position_deletes": ("position deletes", 0, 1e18),
+    "records": ("records in data files", 0, 1e18),
+    "small_files": ("small data files", 0, 1e15),
+    "avg_data_file_bytes": ("bytes in an average data file", 0, 1e15),
+    # from the current snapshot's partition statistics file, when it has one; skew is the
+    # largest partition's rows over the mean rows per partition (floe.health.partition_skew)
+    "partitions": ("partitions", 0, 1e12),
+    "partition_skew": ("partition skew", 1, 1e12),
     "manifests": ("manifests in the current snapshot", 0, 1e9),
     "snapshots": ("snapshots", 0, 1e9),
     "snapshots_past_expiry": ("snapshots past expiry", 0, 1e9),
@@ -61,6 +70,8 @@ WEBHOOK_TIMEOUT = 5.0
 #: The task that fixes what a metric shows: the form on the table's Actions page.
 _FIX = {"small_file_ratio": "compact", "delete_file_ratio": "compact",
         "deleted_row_ratio": "compact", "data_files": "compact", "delete_files": "compact",
+        "equality_deletes": "compact", "position_deletes": "compact",
+        "small_files": "compact", "avg_data_file_bytes": "compact",
         "manifests": "rewrite_manifests", "snapshots": "expire_snapshots_dry_run",
         "snapshots_past_expiry": "expire_snapshots_dry_run",
         "metadata_bytes": "expire_snapshots_dry_run"}
@@ -109,6 +120,8 @@ def _shown(metric: str, value: float) -> str:
         return f"{value:.0%}"
     if metric.endswith("_bytes"):
         return size_text(value)
+    if metric == "partition_skew":
+        return f"{value:.1f}×"
     return f"{value:,.0f}"
 
 

@@ -111,7 +111,6 @@ def policies_tick(*, now: dt.datetime | None = None) -> TickResult:
         if not in_window(policy, now):
             result.outside_window += 1
             continue
-        MaintenancePolicy.objects.filter(pk=policy.pk).update(last_run_at=now)
         period_start = now - dt.timedelta(seconds=policy.every_seconds)
         for d in (d for d in policies_preview(user=None, policy=policy) if d.due):
             table = {"catalog": d.catalog, "namespace": d.namespace, "table": d.table}

@@ -144,13 +144,32 @@ def _save(row: TableMetrics) -> TableMetrics | None:
         with transaction.atomic():
             _lock_table(key)
             row.save()
-            # the newest recorded state is the table's current one (the fleet view's)
-            TableMetrics.objects.filter(**key, current=True).exclude(pk=row.pk).update(
-                current=False)
+            _make_current(row, key)
     except IntegrityError:
         return TableMetrics.objects.filter(**key, metadata_location=row.metadata_location
                                            ).first()
     return row
+
+
+def _make_current(row: TableMetrics, key: dict[str, str]) -> None:
+    """The row is its table's current state (the fleet view's); under :func:`_lock_table`."""
+    TableMetrics.objects.filter(**key, current=True).exclude(pk=row.pk).update(current=False)
+    if not row.current:
+        TableMetrics.objects.filter(pk=row.pk).update(current=True)
+        row.current = True
+
+
+def _heal_current(row: TableMetrics) -> bool:
+    """The table's current metadata is this recorded row's, which is not marked current: an
+    older state recorded at the same moment took the mark after it (two recorders, e.g. a
+    task's and the sweep's). Mark it again; True when it was wrong."""
+    if row.current:
+        return False
+    key = {"catalog": row.catalog, "namespace": row.namespace, "table": row.table}
+    with transaction.atomic():
+        _lock_table(key)
+        _make_current(row, key)
+    return True
 
 
 def metrics_record(*, table: Table, source: str, external: bool | None = None
@@ -223,6 +242,7 @@ class SweepResult:
     recorded: int = 0
     external: int = 0
     completed: int = 0
+    healed: int = 0
     errors: int = 0
 
     def as_dict(self) -> dict[str, int]:
@@ -232,8 +252,9 @@ class SweepResult:
 def metrics_sweep(*, catalogs: list[str] | None = None) -> SweepResult:
     """Every table of every catalog (or of ``catalogs``): its current state recorded when
     it is new, its current row completed when a REST commit recorded it from the metadata
-    alone (``completed``). A catalog or table that cannot be read is counted and logged, the
-    rest go on."""
+    alone (``completed``), and marked current again when an older state took the mark
+    (``healed``; two recorders at once). A catalog or table that cannot be read is counted
+    and logged, the rest go on."""
     result = SweepResult()
     names = catalogs if catalogs is not None else [c.name for c in selectors.catalog_list()]
     for name in names:
@@ -258,6 +279,7 @@ def metrics_sweep(*, catalogs: list[str] | None = None) -> SweepResult:
             found = TableMetrics.objects.filter(
                 **key, metadata_location=table.metadata_location).first()
             if found is not None:
+                result.healed += _heal_current(found)
                 if found.current and found.source == TableMetrics.Source.REST \
                         and found.manifests is None:
                     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from django.core.paginator import Paginator
+from django.db.models import Max, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
@@ -42,7 +43,9 @@ def policies_page(request: HttpRequest) -> HttpResponse:
     """Every policy, what each would do now (table by table, from the recorded health) and
     its history: the runs it made, newest first, with how each ended."""
     readable = fleet_catalogs(user=request.user)
-    policies = list(MaintenancePolicy.objects.all())
+    # its last run on a table the user may read (once per period is decided from its runs)
+    policies = list(MaintenancePolicy.objects.annotate(last_run_at=Max(
+        "runs__created_at", filter=Q(runs__catalog__in=readable))))
     decisions = policies_preview(user=request.user)
     runs = list(TaskRun.objects.filter(policy__isnull=False, catalog__in=readable)
                 .select_related("policy").order_by("-created_at", "-id")[:100])

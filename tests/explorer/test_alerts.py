@@ -14,13 +14,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from django.test import Client
 
 from explorer.maintenance.alerts import alerts_check
 from explorer.maintenance.metrics import metrics_sweep
 from explorer.models import Alert, AlertRule, MaintenancePolicy, TaskRun
-from tests.explorer.tasks_support import client_for, load, make_table, user_with
+from floe.maintenance.partition_stats import compute_partition_stats
+from tests.explorer.tasks_support import client_for, load, make_table, rows, user_with
 
 pytestmark = pytest.mark.django_db
 
@@ -112,12 +114,30 @@ def test_a_failed_policy_run_fires_and_an_unanswered_webhook_is_recorded(lake: P
     assert load(lake, "web").metadata_location  # nothing of the table was touched
 
 
+def test_a_rule_on_partition_skew_reads_the_partition_statistics(lake: Path) -> None:
+    """Skew is known only where the current snapshot has partition statistics: no alert
+    before they are computed, one after (partitions of 1,100, 100 and 100 rows: 2.5×)."""
+    table = load(lake, "web")
+    more = rows(1000, 1000)
+    table.append(more.set_column(1, "kind", pa.array(["click"] * 1000)))
+    AlertRule.objects.create(name="skewed", metric="partition_skew", op=">", threshold=2,
+                             catalog="local", tables="web.*")
+    metrics_sweep()
+    assert alerts_check().fired == 0  # unknown: no statistics file yet
+    compute_partition_stats(load(lake, "web"))
+    assert metrics_sweep().recorded == 1
+    assert alerts_check().fired == 1
+    (alert,) = Alert.objects.all()
+    assert alert.message.endswith("partition skew 2.5× (> 2.0×)"), alert.message
+
+
 @pytest.mark.parametrize(("change", "field"), [
     ({"name": "No Spaces"}, "name"),
     ({"metric": "temperature"}, "metric"),
     ({"op": "=="}, "op"),
     ({"threshold": 2}, "threshold"),  # a ratio is at most 1
     ({"threshold": "high"}, "threshold"),
+    ({"metric": "partition_skew", "threshold": 0.5}, "threshold"),  # skew is at least 1
     ({"catalog": "elsewhere"}, "catalog"),
     ({"tables": "nothing.*"}, "tables"),
     ({"webhook_url": "file:///etc/passwd"}, "webhook_url"),

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from explorer.audit.selectors import entry_words
 from explorer.maintenance.autopilot import in_window, policies_tick, policy_follow_up
@@ -75,6 +76,9 @@ def test_a_policy_compacts_the_tables_past_its_threshold_in_its_window_once(
     page.force_login(user_with("vic", "viewer"))
     doc = page.get(f"/tasks/{runs[0].pk}/").content.decode()
     assert "policy <a" in doc and "planned 3 file groups before it ran" in doc
+    # the policies page: its last run (when it acted, not when it last looked)
+    last = timezone.localtime(max(r.created_at for r in runs))
+    assert f"<td>{last:%Y-%m-%d %H:%M:%S}</td></tr>" in page.get("/policies/").content.decode()
     # once per period: a second tick in the same hour does nothing to those tables, even
     # were they still due (as their health is not recorded again here)
     TableMetrics.objects.filter(current=True).update(small_file_ratio=1.0)

@@ -370,3 +370,25 @@ def test_two_states_recorded_at_once_leave_one_current_on_postgresql(
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def test_the_sweep_marks_the_current_state_again_when_an_older_one_took_the_mark(
+        lake: Path) -> None:
+    """Two recorders at once (a task's after its commit, the sweep's from a read just before
+    it) can save the older state last; the next sweep puts the mark back on the state the
+    table is at, instead of leaving the fleet view on the older one."""
+    table = load(lake, "ns")
+    older = (table.metadata_location, table.metadata)
+    table.append(rows(1000, 10))
+    newer = load(lake, "ns")
+    metrics_record_commit(catalog="local", namespace="ns", table="events",
+                          location=newer.metadata_location, metadata=newer.metadata,
+                          source="task")
+    metrics_record_commit(catalog="local", namespace="ns", table="events",  # saved last
+                          location=older[0], metadata=older[1], source="sweep")
+    assert [r.current for r in _rows()] == [False, True]
+    swept = metrics_sweep()
+    assert (swept.healed, swept.recorded, swept.errors) == (1, 0, 0)
+    assert [(r.metadata_location, r.current) for r in _rows()] == [
+        (newer.metadata_location, True), (older[0], False)]
+    assert metrics_sweep().healed == 0
