@@ -49,6 +49,7 @@ from floe.table.snapshot_producer import (
 from floe.table.updates import AddSnapshot, TableUpdate
 
 if TYPE_CHECKING:
+    from floe.io import FileIO
     from floe.partitioning import PartitionSpec
     from floe.table.table import Table
 
@@ -71,6 +72,8 @@ class RewriteManifestsResult:
     entries: int
     dry_run: bool = False
     planned: dict[str, int] = field(default_factory=dict)
+    #: the manifests of the branch head that are not rewritten (they stay as they are)
+    kept_manifests: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -80,6 +83,7 @@ class RewriteManifestsResult:
             "added_manifests": list(self.added_manifests),
             "entries": self.entries,
             "planned_manifests": dict(self.planned),
+            "kept_manifests": self.kept_manifests,
         }
 
 
@@ -88,6 +92,19 @@ def _partition_key(values: tuple[Any, ...], order: Sequence[int]) -> tuple[Any, 
     position, since every tuple of a spec has the same types)."""
     return tuple((values[i] is not None, values[i] if values[i] is not None else 0)
                  for i in order)
+
+
+def _chunk_count(entries: int, n: int) -> int:
+    """How many manifests :func:`_chunks` makes of ``entries`` entries asked for ``n``."""
+    return min(max(1, n), entries)
+
+
+def _live_entries(io: FileIO, m: ManifestFile) -> int:
+    """A manifest's live entries: from the manifest list's counts, read when they are
+    missing (optional in v1)."""
+    if m.added_files_count is not None and m.existing_files_count is not None:
+        return m.added_files_count + m.existing_files_count
+    return len(read_entries(io, m, discard_deleted=True, lazy_stats=True))
 
 
 def _chunks(entries: list[ManifestEntry], n: int) -> list[list[ManifestEntry]]:
@@ -241,9 +258,11 @@ def rewrite_manifests(
             if count == 1 and len(matching) == 1:
                 continue
             label = "data" if content == ManifestContent.DATA else "delete"
-            planned[label] = count
             rewritten += matching
-            if dry_run:
+            if dry_run:  # the counts the run would see, without writing anything
+                live = sum(_live_entries(table.io, m) for m in matching)
+                entries_seen += live
+                planned[label] = _chunk_count(live, count)
                 continue
             entries: list[ManifestEntry] = []
             for i, m in enumerate(matching):
@@ -252,6 +271,7 @@ def rewrite_manifests(
             entries.sort(key=lambda e: _partition_key(tuple(e.data_file.partition), order))
             entries_seen += len(entries)
             chunks = _chunks(entries, count)
+            planned[label] = len(chunks)
             for i, chunk in enumerate(chunks):
                 report(on_progress, f"writing {label} manifests", i, len(chunks))
                 path = (f"{md.location.rstrip('/')}/metadata/{uuid.uuid4()}-"
@@ -263,9 +283,10 @@ def rewrite_manifests(
                 for e in chunk:
                     writer.existing(e)
                 added.append(writer.close())
+        kept = len(manifests) - len(rewritten)
         if dry_run or not rewritten:
             return RewriteManifestsResult(None, tuple(m.manifest_path for m in rewritten), (),
-                                          entries_seen, dry_run, planned)
+                                          entries_seen, dry_run, planned, kept)
         report(on_progress, "committing", len(rewritten), len(rewritten))
         txn = table.new_transaction()
         txn.add_operation(_RewriteManifests(table, rewritten, added, snapshot_id, branch,
@@ -287,4 +308,4 @@ def rewrite_manifests(
                     pass
     return RewriteManifestsResult(snapshot_id, tuple(m.manifest_path for m in rewritten),
                                   tuple(m.manifest_path for m in added), entries_seen, False,
-                                  planned)
+                                  planned, kept)

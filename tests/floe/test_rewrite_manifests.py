@@ -96,6 +96,19 @@ def test_dry_run_writes_nothing(table: Table) -> None:
     assert table.refresh().metadata_location == location
 
 
+def test_dry_run_counts_what_the_run_then_does(table: Table) -> None:
+    table.delete_where("id = 0")  # a manifest with a deleted entry: not counted
+    before = len(manifests(table))
+    third = sum(m.manifest_length for m in manifests(table)) // 3
+    dry = rewrite_manifests(table, target_size_bytes=third, dry_run=True)
+    done = rewrite_manifests(table, target_size_bytes=third)
+    assert (dry.entries, dry.planned, dry.kept_manifests) == (
+        done.entries, done.planned, done.kept_manifests)
+    assert dry.entries == 35 and dry.planned["data"] == len(done.added_manifests)
+    assert dry.kept_manifests + len(dry.rewritten_manifests) == before
+    assert len(manifests(table.refresh())) == dry.kept_manifests + dry.planned["data"]
+
+
 def test_delete_manifests_are_rewritten_apart(tmp_path: Path) -> None:
     t = FileSystemCatalog("c", str(tmp_path)).create_table("db.t", SCHEMA, properties=PROPS)
     for i in range(4):
