@@ -47,8 +47,8 @@ from floe.types import INT, LONG, NestedField, PrimitiveType, StructType
 if TYPE_CHECKING:
     from floe.table.table import Table
 
-__all__ = ["PartitionStatsRow", "PartitionStatsResult", "check_partition_stats",
-           "compute_partition_stats",
+__all__ = ["PartitionStatsRow", "PartitionStatsResult", "PartitionStatsPlan",
+           "check_partition_stats", "compute_partition_stats", "plan_partition_stats",
            "compute_stats", "read_partition_stats", "stats_schema", "unified_partition_type",
            "partition_stats_file_for", "write_partition_stats"]
 
@@ -398,6 +398,18 @@ class PartitionStatsResult:
                 "warnings": list(self.warnings)}
 
 
+def _manifests_since(io: FileIO, md: TableMetadata, snapshot: Snapshot,
+                     previous: PartitionStatisticsFile) -> list[ManifestFile]:
+    """The manifests added after the snapshot of ``previous`` up to ``snapshot``."""
+    since = []
+    for snap in md.ancestors_of(snapshot.snapshot_id):
+        if snap.snapshot_id == previous.snapshot_id:
+            break
+        since += [m for m in read_manifest_list(io, snap.manifest_list or "")
+                  if m.added_snapshot_id == snap.snapshot_id]
+    return since
+
+
 def _stats_for(io: FileIO, md: TableMetadata, snapshot: Snapshot,
                on_progress: ProgressCallback | None
                ) -> tuple[list[PartitionStatsRow], int | None, list[str]]:
@@ -407,12 +419,7 @@ def _stats_for(io: FileIO, md: TableMetadata, snapshot: Snapshot,
     if previous is not None:
         try:
             old = {(s.spec_id, s.partition): s for s in read_partition_stats(io, md, previous)}
-            since = []
-            for snap in md.ancestors_of(snapshot.snapshot_id):
-                if snap.snapshot_id == previous.snapshot_id:
-                    break
-                since += [m for m in read_manifest_list(io, snap.manifest_list or "")
-                          if m.added_snapshot_id == snap.snapshot_id]
+            since = _manifests_since(io, md, snapshot, previous)
             diff = compute_stats(io, md, since, incremental=True,
                                  on_manifest=lambda d, t: progress(d, t))
             for key, value in diff.items():
@@ -442,6 +449,51 @@ def check_partition_stats(md: TableMetadata, *, table: Any, snapshot_id: int | N
     if snap is None:
         raise NotFound(f"snapshot {snapshot_id} does not exist in table {table}")
     return snap
+
+
+@dataclass(frozen=True)
+class PartitionStatsPlan:
+    """What :func:`compute_partition_stats` would do, from the metadata and manifest lists
+    only: the snapshot, its statistics file if it has one already (then nothing is done),
+    else the ancestor whose file it would start from and the manifests it would read, with
+    the entries (data and delete files) listed in them (None: a manifest does not count
+    them)."""
+
+    snapshot_id: int | None
+    existing_file: str | None = None
+    incremental_from: int | None = None
+    manifests: int = 0
+    entries: int | None = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"snapshot_id": self.snapshot_id, "existing_file": self.existing_file,
+                "incremental_from": self.incremental_from, "manifests": self.manifests,
+                "entries": self.entries}
+
+
+def _entry_count(m: ManifestFile) -> int | None:
+    counts = (m.added_files_count, m.existing_files_count, m.deleted_files_count)
+    return None if None in counts else sum(c or 0 for c in counts)
+
+
+def plan_partition_stats(table: Table, snapshot_id: int | None = None) -> PartitionStatsPlan:
+    """The plan of :func:`compute_partition_stats` for the table as loaded (nothing is
+    written; the statistics files are not read, so one that turns out unusable makes the run
+    read every manifest of the snapshot instead)."""
+    md = table.metadata
+    snap = check_partition_stats(md, table=table.identifier, snapshot_id=snapshot_id)
+    if snap is None:
+        return PartitionStatsPlan(None)
+    existing = partition_stats_file_for(md, snap.snapshot_id)
+    if existing is not None:
+        return PartitionStatsPlan(snap.snapshot_id, existing.statistics_path)
+    previous = _latest_stats_file(md, snap.snapshot_id)
+    manifests = (read_manifest_list(table.io, snap.manifest_list or "") if previous is None
+                 else _manifests_since(table.io, md, snap, previous))
+    counts = [_entry_count(m) for m in manifests]
+    return PartitionStatsPlan(
+        snap.snapshot_id, None, previous.snapshot_id if previous is not None else None,
+        len(manifests), None if None in counts else sum(c or 0 for c in counts))
 
 
 def compute_partition_stats(table: Table, snapshot_id: int | None = None, *,

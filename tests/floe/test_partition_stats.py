@@ -22,6 +22,7 @@ from floe.maintenance.compaction import compact
 from floe.maintenance.partition_stats import (
     compute_partition_stats,
     compute_stats,
+    plan_partition_stats,
     read_partition_stats,
     unified_partition_type,
     write_partition_stats,
@@ -128,6 +129,29 @@ def test_incremental_compute_equals_full(table: Any) -> None:
                       if k in latest}
     assert [p.snapshot_id for p in md.partition_statistics] == [first.snapshot_id,
                                                                second.snapshot_id]
+
+
+def test_the_plan_says_what_the_compute_then_reads(table: Any) -> None:
+    def compute() -> tuple[Any, int]:
+        seen: list[Any] = []
+        result = compute_partition_stats(table, on_progress=seen.append)
+        totals = {p.total for p in seen if p.stage == "reading manifests"}
+        return result, totals.pop() if totals else 0
+
+    plan = plan_partition_stats(table)
+    assert (plan.snapshot_id, plan.incremental_from, plan.existing_file) == (
+        table.current_snapshot().snapshot_id, None, None)
+    first, read = compute()
+    assert (plan.manifests, plan.entries) == (read, 12)  # 3 appends, 4 partitions (1 null)
+    change(table)
+    plan = plan_partition_stats(table.refresh())
+    second, read = compute()
+    assert (plan.snapshot_id, plan.incremental_from, plan.manifests) == (
+        second.snapshot_id, first.snapshot_id, read)
+    assert plan.entries is not None and plan.entries > plan.manifests
+    again = plan_partition_stats(table.refresh())
+    assert again.existing_file == second.statistics_file.statistics_path
+    assert (again.manifests, compute()[0].reused) == (0, True)
 
 
 def test_rows_are_sorted_and_round_trip(table: Any) -> None:
