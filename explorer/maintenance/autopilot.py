@@ -5,8 +5,9 @@ attributed to the policy, unless the policy acted on that table within the last
 ``every_seconds`` (once per period), the table already has a run queued or running (one run
 per table at a time), or ``FLOE_POLICY_MAX_RUNS`` policy runs are queued or running (a global
 limit; the table waits for a later tick). Expiry and orphan
-removal run their dry run first (its plan recorded as its result); a compaction records the
-preview of its plan on its run first (``policy_plan``), as other kinds their reason;
+removal run their dry run first (its plan recorded as its result); a compaction, a manifest
+rewrite and a partition statistics compute record the preview of their plan on their run
+first (``policy_plan``), with their reason;
 :func:`policy_follow_up`
 then submits the confirm step, which executes exactly that plan and refuses when the table
 changed meanwhile (a user's commit is never undone: the confirm fails, and the next period
@@ -75,15 +76,24 @@ def _task_params(policy: MaintenancePolicy, d: Decision, now: dt.datetime) -> di
     return params
 
 
+#: The preview a policy's run records first, by action (from the parameters it will run).
+_PREVIEWS = {A.COMPACT: changes.compaction_preview,
+             A.REWRITE_MANIFESTS: changes.manifests_rewrite_preview,
+             A.PARTITION_STATS: changes.partition_stats_preview}
+
+
 def _plan(policy: MaintenancePolicy, d: Decision, params: dict[str, Any]) -> dict[str, Any]:
-    """What the policy records before its run: why, and for a compaction the preview of its
-    plan (the file groups, input and expected output), as the Actions page previews it. (An
-    expiry's or orphan removal's plan is its dry run.)"""
+    """What the policy records before its run: why, and the preview of its plan: for a
+    compaction the file groups, input and expected output, as the Actions page previews it;
+    for a manifest rewrite the manifests before and after (its dry run); for partition
+    statistics the snapshot, whether it has a file already, and the manifests it would read.
+    (An expiry's or orphan removal's plan is its dry run.)"""
     plan: dict[str, Any] = {"policy": policy.name, "reason": d.reason}
-    if policy.action == A.COMPACT:
+    preview = _PREVIEWS.get(A(policy.action))
+    if preview is not None:
         table = selectors.table_load(catalog=d.catalog, namespace=d.namespace, name=d.table)
-        validated = task_kinds.params_validate(kind=K.COMPACT, params=params)
-        plan["preview"] = changes.compaction_preview(table=table, params=validated.params)
+        validated = task_kinds.params_validate(kind=_FIRST_KIND[policy.action], params=params)
+        plan["preview"] = preview(table=table, params=validated.params)
     return plan
 
 

@@ -281,3 +281,46 @@ def compaction_preview(*, table: Table, params: Mapping[str, Any]) -> dict[str, 
         "groups": groups,
         "groups_truncated": len(doc["groups"]) > GROUP_CAP,
     }
+
+
+# --- manifests and partition statistics -----------------------------------------------------------
+
+
+def manifests_rewrite_args(params: Mapping[str, Any]) -> dict[str, Any]:
+    """floe's rewrite_manifests arguments of a rewrite_manifests task's parameters (a preview
+    plans with them, the task runs with them)."""
+    return {"spec_id": params.get("spec_id"), "sort_by": params.get("sort_by"),
+            "target_size_bytes": params.get("target_size_bytes"),
+            "branch": params.get("branch") or "main"}
+
+
+def manifests_rewrite_preview(*, table: Table, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifests a rewrite would replace and how many it would write in their place
+    (manifests before and after, the entries it would cluster): the rewrite's dry run."""
+    from floe.maintenance.rewrite_manifests import rewrite_manifests
+
+    args = manifests_rewrite_args(params)
+    r = rewrite_manifests(table, **args, dry_run=True)
+    added = sum(r.planned.values())
+    return {
+        "metadata_location": table.metadata_location,
+        **args,
+        "manifests_before": len(r.rewritten_manifests) + r.kept_manifests,
+        "manifests_after": r.kept_manifests + added,
+        "rewritten_manifests": capped(r.rewritten_manifests),
+        "added_manifests_count": added,
+        "planned_manifests": dict(r.planned),
+        "kept_manifests": r.kept_manifests,
+        "entries": r.entries,
+    }
+
+
+def partition_stats_preview(*, table: Table, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Which snapshot a compute of partition statistics is for, whether it has a statistics
+    file already (then nothing is done), else the ancestor's file it would start from and
+    how many manifests (and the data and delete files they list) it would read."""
+    from floe.maintenance.partition_stats import plan_partition_stats
+
+    plan = plan_partition_stats(table, params.get("snapshot_id")).to_json()
+    return {"metadata_location": table.metadata_location, **plan,
+            "stats_file_exists": plan["existing_file"] is not None}

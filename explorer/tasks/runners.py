@@ -35,6 +35,7 @@ from explorer.tasks.changes import (
     compaction_plan,
     evolve_stage,
     manage_stage,
+    manifests_rewrite_args,
 )
 from explorer.tasks.runtime import RunContext
 from explorer.values import CsvWriter
@@ -416,10 +417,8 @@ def compact_table(ctx: RunContext) -> dict[str, Any]:
 
 def rewrite_table_manifests(ctx: RunContext) -> dict[str, Any]:
     table = _table(ctx)
-    p = ctx.params
-    r = rewrite_manifests(table, spec_id=p.get("spec_id"), sort_by=p.get("sort_by"),
-                          target_size_bytes=p.get("target_size_bytes"),
-                          branch=p.get("branch") or "main", on_progress=ctx.on_progress)
+    r = rewrite_manifests(table, **manifests_rewrite_args(ctx.params),
+                          on_progress=ctx.on_progress)
     return {**_state(table), "snapshot_id": r.snapshot_id, "entries": r.entries,
             "rewritten_manifests": capped(r.rewritten_manifests),
             "added_manifests": capped(r.added_manifests)}

@@ -20,6 +20,7 @@ from explorer.maintenance.autopilot import in_window, policies_tick, policy_foll
 from explorer.maintenance.metrics import metrics_sweep
 from explorer.models import AuditEntry, MaintenancePolicy, TableMetrics, TaskRun
 from explorer.tasks.jobs import run_task
+from floe.manifest import read_manifest_list
 from tests.explorer.tasks_support import client_for, load, make_table, user_with
 
 pytestmark = pytest.mark.django_db
@@ -90,6 +91,58 @@ def test_a_policy_compacts_the_tables_past_its_threshold_in_its_window_once(
         small_file_ratio=0.0)  # undo the pretence above: the compacted files are not small
     later = eager(lambda: policies_tick(now=now + dt.timedelta(minutes=61)))
     assert later.submitted == 0 and TaskRun.objects.count() == 2
+
+
+def _policy_page(run: TaskRun) -> str:
+    """The run page's line about the policy, its white space collapsed."""
+    page = Client()
+    page.force_login(user_with(f"vic{run.pk}", "viewer"))
+    doc = page.get(f"/tasks/{run.pk}/").content.decode()
+    line = doc[doc.index('id="run-policy"'):]
+    return " ".join(line[:line.index("</dd>")].split())
+
+
+def test_a_manifest_rewrite_records_its_dry_run_as_its_plan(lake: Path, eager: Any) -> None:
+    _policy(name="web-manifests", action="rewrite_manifests", params={"manifests": 3})
+    assert eager(lambda: policies_tick(now=dt.datetime.now(dt.UTC))).submitted == 2
+    for run in TaskRun.objects.order_by("id"):
+        assert (run.kind, run.state) == ("rewrite_manifests", "SUCCEEDED")
+        preview, result = run.policy_plan["preview"], run.result
+        assert run.policy_plan["reason"] == "3 manifests ≥ 3"
+        # what it planned is what it did: three manifests of three files each into one
+        assert (preview["manifests_before"], preview["manifests_after"]) == (3, 1)
+        assert preview["rewritten_manifests"]["count"] == result["rewritten_manifests"]["count"]
+        assert preview["added_manifests_count"] == result["added_manifests"]["count"] == 1
+        assert preview["entries"] == result["entries"] == (9 if run.table == "events" else 3)
+        table = load(lake, run.namespace, run.table)
+        manifests = read_manifest_list(table.io, table.current_snapshot().manifest_list)
+        assert len(manifests) == preview["manifests_after"]
+        assert (f"planned to rewrite 3 manifests into 1 (3 → 1 manifests, "
+                f"{preview['entries']} entries) before it ran") in _policy_page(run)
+
+
+def test_partition_statistics_record_the_snapshot_and_manifests_they_read(
+        lake: Path, eager: Any) -> None:
+    policy = _policy(name="web-stats", action="compute_partition_stats", tables="web.events")
+    now = dt.datetime.now(dt.UTC)
+    assert eager(lambda: policies_tick(now=now)).submitted == 1
+    (run,) = TaskRun.objects.all()
+    preview, result = run.policy_plan["preview"], run.result
+    assert (run.state, preview["snapshot_id"]) == ("SUCCEEDED", result["snapshot_id"])
+    assert (preview["stats_file_exists"], result["reused"], result["committed"]) == (
+        False, False, True)
+    assert (preview["manifests"], preview["entries"], preview["incremental_from"]) == (
+        3, 9, result["incremental_from"])  # three appends, a file per partition each
+    assert (f"planned to read 3 manifests listing 9 files of snapshot {result['snapshot_id']} "
+            "before it ran") in _policy_page(run)
+    # the next period: the snapshot has its file, so the plan (and the run) do nothing
+    TaskRun.objects.filter(policy=policy).update(created_at=now - dt.timedelta(hours=2))
+    assert eager(lambda: policies_tick(now=now)).submitted == 1
+    again = TaskRun.objects.exclude(pk=run.pk).get()
+    assert again.policy_plan["preview"]["stats_file_exists"] and again.result["reused"]
+    assert again.policy_plan["preview"]["manifests"] == 0
+    assert (f"planned nothing (snapshot {result['snapshot_id']} has partition statistics "
+            "already) before it ran") in _policy_page(again)
 
 
 def test_paused_busy_and_limited_policies_do_nothing_more(lake: Path, settings: Any,
