@@ -7,10 +7,11 @@ from the recorded health; nothing runs). explorer.maintenance.policies."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -48,20 +49,31 @@ class PolicyCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
     paused = serializers.BooleanField(required=False, default=False)
 
 
-class PolicyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
-                    viewsets.GenericViewSet):  # type: ignore[type-arg]
+class _CreateThroughService(viewsets.GenericViewSet):  # type: ignore[type-arg]
+    """``create``: the fields as sent (``create_serializer_class``: their presence and
+    defaults only) to the service that checks and stores them (``create_service``, with
+    the user); 201 with the row as ``serializer_class`` shows it."""
+
+    create_serializer_class: type[serializers.Serializer]  # type: ignore[type-arg]
+    create_service: Callable[..., Any]
+
+    def create(self, request: Request) -> Response:
+        form = self.create_serializer_class(data=request.data)
+        form.is_valid(raise_exception=True)
+        row = self.create_service(user=request.user, **form.validated_data)
+        return Response(self.get_serializer(row).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema_view(create=extend_schema(request=PolicyCreateSerializer,
+                                         responses={201: PolicySerializer}))
+class PolicyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, _CreateThroughService):
     """Maintenance policies: an action for the tables of a catalog that match a pattern, with
     its thresholds, schedule and window."""
 
     serializer_class = PolicySerializer
     queryset = MaintenancePolicy.objects.all()
-
-    @extend_schema(request=PolicyCreateSerializer, responses={201: PolicySerializer})
-    def create(self, request: Request) -> Response:
-        form = PolicyCreateSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
-        policy = policy_create(user=request.user, **form.validated_data)
-        return Response(self.get_serializer(policy).data, status=status.HTTP_201_CREATED)
+    create_serializer_class = PolicyCreateSerializer
+    create_service = staticmethod(policy_create)
 
     def _set_paused(self, request: Request, paused: bool) -> Response:
         policy = self.get_object()
@@ -132,20 +144,16 @@ class AlertRuleCreateSerializer(serializers.Serializer):  # type: ignore[type-ar
     webhook_url = serializers.JSONField(required=False, default="")
 
 
-class AlertRuleViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
-                       viewsets.GenericViewSet):  # type: ignore[type-arg]
+@extend_schema_view(create=extend_schema(request=AlertRuleCreateSerializer,
+                                         responses={201: AlertRuleSerializer}))
+class AlertRuleViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, _CreateThroughService):
     """Alert rules: a threshold on a recorded health metric (or a failed policy run) for the
     tables of a catalog that match a pattern, posted to a webhook."""
 
     serializer_class = AlertRuleSerializer
     queryset = AlertRule.objects.all()
-
-    @extend_schema(request=AlertRuleCreateSerializer, responses={201: AlertRuleSerializer})
-    def create(self, request: Request) -> Response:
-        form = AlertRuleCreateSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
-        rule = alert_rule_create(user=request.user, **form.validated_data)
-        return Response(self.get_serializer(rule).data, status=status.HTTP_201_CREATED)
+    create_serializer_class = AlertRuleCreateSerializer
+    create_service = staticmethod(alert_rule_create)
 
 
 class AlertSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
