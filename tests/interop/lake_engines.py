@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -174,6 +176,36 @@ def pyiceberg_history(catalog: Any, identifier: tuple[str, str], location: str |
     operations = [s.summary.operation.value for s in table.snapshots()]
     assert operations[:4] == ["append", "append", "delete", "overwrite"], operations
     return table
+
+
+@contextmanager
+def pyiceberg_sql_catalog_read_by_floe(store_properties: dict[str, str], warehouse: str,
+                                       database: Path) -> Iterator[tuple[Any, Any]]:
+    """PyIceberg's ``SqlCatalog`` (its pyarrow FileIO) on the SQLite file ``database`` with
+    its warehouse on a store (``store_properties``: the store's FileIO properties, which both
+    catalogs are given) writes its history into ``shop.events``; floe's ``SqlCatalog`` on the
+    same file loads that table and reads every snapshot as PyIceberg does. Yields (PyIceberg's
+    catalog, floe's table) with floe's catalog open."""
+    from pyiceberg.catalog.sql import SqlCatalog as PyIcebergSqlCatalog
+
+    from floe.catalog.sql import SqlCatalog
+
+    pyiceberg = PyIcebergSqlCatalog(
+        "lake", uri=f"sqlite:///{database}", warehouse=warehouse,
+        **{**store_properties, "py-io-impl": "pyiceberg.io.pyarrow.PyArrowFileIO"})
+    written = pyiceberg_history(pyiceberg, ("shop", "events"))
+    assert written.metadata_location.startswith(warehouse + "/")
+
+    with SqlCatalog("lake", f"sqlite:///{database}", warehouse,
+                    FileIO(store_properties)) as floe:
+        table = floe.load_table("shop.events")
+        assert table.metadata_location == written.metadata_location
+        assert len(table.metadata.snapshots) >= 6
+        for snapshot in table.metadata.snapshots:
+            assert_same_rows(pyiceberg_read(written, snapshot.snapshot_id),
+                             floe_read(table.io, table.metadata, snapshot.snapshot_id),
+                             f"snapshot {snapshot.snapshot_id}")
+        yield pyiceberg, table
 
 
 # -- what DuckDB writes -----------------------------------------------------------------------

@@ -22,12 +22,10 @@ from lake_engines import (
     assert_same_rows,
     floe_changes,
     floe_read,
-    pyiceberg_history,
     pyiceberg_read,
+    pyiceberg_sql_catalog_read_by_floe,
 )
 
-from floe.catalog.sql import SqlCatalog
-from floe.io import FileIO
 from tests.object_store import Azurite, unique_name
 
 pytestmark = pytest.mark.objectstore
@@ -35,25 +33,9 @@ pytestmark = pytest.mark.objectstore
 
 def test_pyiceberg_and_floe_share_a_sql_catalog_in_an_azure_container(
         azurite: Azurite, tmp_path: Path) -> None:
-    from pyiceberg.catalog.sql import SqlCatalog as PyIcebergSqlCatalog
-
-    database = tmp_path / "catalog.db"
     warehouse = f"abfs://{azurite.container}/{unique_name('sqlwh')}"
-    pyiceberg = PyIcebergSqlCatalog(
-        "lake", uri=f"sqlite:///{database}", warehouse=warehouse,
-        **{**azurite.properties(), "py-io-impl": "pyiceberg.io.pyarrow.PyArrowFileIO"})
-    written = pyiceberg_history(pyiceberg, ("shop", "events"))
-    assert written.metadata_location.startswith(warehouse + "/")
-
-    with SqlCatalog("lake", f"sqlite:///{database}", warehouse,
-                    FileIO(azurite.properties())) as floe:
-        table = floe.load_table("shop.events")
-        assert table.metadata_location == written.metadata_location
-        assert len(table.metadata.snapshots) >= 6
-        for snapshot in table.metadata.snapshots:
-            assert_same_rows(pyiceberg_read(written, snapshot.snapshot_id),
-                             floe_read(table.io, table.metadata, snapshot.snapshot_id),
-                             f"snapshot {snapshot.snapshot_id}")
+    with pyiceberg_sql_catalog_read_by_floe(azurite.properties(), warehouse,
+                                            tmp_path / "catalog.db") as (pyiceberg, table):
 
         def check(step: str) -> None:
             theirs = pyiceberg.load_table(("shop", "events"))
