@@ -12,6 +12,13 @@
 4. supervise: Ctrl-C (SIGINT) or SIGTERM stops both and exits 0; when one child dies on its
    own, the other is stopped and the exit status is 1.
 
+``python -m explorer.run --prod`` (``make serve-prod``, the Dockerfile's command) is the
+production shape of the same steps: PostgreSQL (DATABASE_URL) and a broker that is not the
+SQLite one (CELERY_BROKER_URL, Redis), a secret key and the allowed hosts set (else it stops
+with exit status 2, naming the variable: :func:`production_problems`); gunicorn with
+FLOE_WEB_PROCESSES processes, FLOE_WORKERS Celery workers (each its own ``celery worker``
+process) and one ``celery beat``, all supervised as above.
+
 The children run in their own process groups, so a Ctrl-C in the terminal reaches this
 process only and each child gets exactly one stop signal from it.
 """
@@ -39,7 +46,18 @@ DEMO_COMPLETE_MARKER = ".floe-demo-complete"
 DEMO_VERSION = "2"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args not in ([], ["--prod"]):
+        _say("usage: python -m explorer.run [--prod]")
+        return 2
+    prod = args == ["--prod"]
+    if prod:
+        problems = production_problems(os.environ)
+        for problem in problems:
+            _say(f"Floe: --prod: {problem}")
+        if problems:
+            return 2
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "explorer.settings")
     import django
 
@@ -72,15 +90,80 @@ def main() -> int:
     from django.db import connections
 
     connections.close_all()  # this process only supervises from here on
-    commands = {"web": web_command(host, port),
-                "worker": worker_command(settings.VAR_DIR, settings.FLOE_WORKER_CONCURRENCY)}
+    stop_signals: dict[str, int] = {}
+    if prod:
+        commands = production_commands(host, port, settings.VAR_DIR,
+                                       web_processes=envint("FLOE_WEB_PROCESSES", "2",
+                                                            minimum=1, maximum=64),
+                                       workers=envint("FLOE_WORKERS", "2", minimum=1,
+                                                      maximum=64),
+                                       concurrency=settings.FLOE_WORKER_CONCURRENCY)
+        stop_signals["web"] = signal.SIGTERM  # gunicorn's graceful stop (SIGINT: quick)
+    else:
+        commands = {"web": web_command(host, port),
+                    "worker": worker_command(settings.VAR_DIR,
+                                             settings.FLOE_WORKER_CONCURRENCY)}
     display_host = f"[{host}]" if ":" in host else host
     names = ", ".join(c.name for c in catalogs)
     for broken in (c for c in catalogs if c.problem):  # the others serve; this one says why
         _say(f"Floe: catalog {broken.name!r} cannot be used: {broken.problem}")
     _say(f"Floe: http://{display_host}:{port}/ · warehouse {settings.FLOE_WAREHOUSE} · "
          f"catalogs {names} · Ctrl-C stops")
-    return Supervisor(commands).run()
+    return Supervisor(commands, stop_signals=stop_signals).run()
+
+
+def production_problems(environ: Mapping[str, str]) -> list[str]:
+    """Why ``--prod`` must not start with this environment, one line per variable: the
+    settings that have an embedded default (a generated key, local hosts, SQLite) must be
+    set for a deployment."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from explorer.env import database_from_url, envlist, envstr
+
+    problems = []
+    if not envstr("FLOE_SECRET_KEY", "", environ=environ).strip():
+        problems.append("FLOE_SECRET_KEY is not set (no key is generated in production)")
+    if not envlist("FLOE_ALLOWED_HOSTS", "", environ=environ):
+        problems.append("FLOE_ALLOWED_HOSTS is not set (the host names the site answers to)")
+    database = envstr("DATABASE_URL", "", environ=environ)
+    if not database:
+        problems.append("DATABASE_URL is not set (postgres://USER:PASSWORD@HOST:PORT/NAME)")
+    else:
+        try:
+            engine = database_from_url(database)["ENGINE"]
+        except ImproperlyConfigured as exc:
+            problems.append(str(exc))
+        else:
+            if engine == "django.db.backends.sqlite3":
+                problems.append("DATABASE_URL is SQLite (use PostgreSQL: postgres://...)")
+    broker = envstr("CELERY_BROKER_URL", "", environ=environ)
+    if not broker:
+        problems.append("CELERY_BROKER_URL is not set (redis://HOST:PORT/DB)")
+    elif broker.lower().startswith("sqla+sqlite"):
+        problems.append("CELERY_BROKER_URL is the SQLite broker (use Redis: redis://...)")
+    return problems
+
+
+def production_commands(host: str, port: int, var_dir: Path, *, web_processes: int,
+                        workers: int, concurrency: int) -> dict[str, list[str]]:
+    """gunicorn with ``web_processes`` processes, ``workers`` Celery workers of
+    ``concurrency`` pool processes each, and the one beat."""
+    commands = {"web": gunicorn_command(host, port, web_processes)}
+    for n in range(1, workers + 1):
+        commands[f"worker-{n}"] = worker_command(var_dir, concurrency, beat=False,
+                                                 name=f"floe-{n}")
+    commands["beat"] = beat_command(var_dir)
+    return commands
+
+
+def gunicorn_command(host: str, port: int, processes: int) -> list[str]:
+    """gunicorn's threaded workers (a slow page does not hold up a whole process); SIGTERM
+    lets the requests in flight finish (STOP_TIMEOUT bounds it)."""
+    bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return [sys.executable, "-m", "gunicorn", f"--bind={bind}", f"--workers={processes}",
+            "--worker-class=gthread", "--threads=8", "--timeout=120",
+            f"--graceful-timeout={int(STOP_TIMEOUT) - 5}", "--no-control-socket",
+            "explorer.wsgi:application"]
 
 
 def collect_static(root: str | Path) -> None:
@@ -100,15 +183,25 @@ def web_command(host: str, port: int) -> list[str]:
             "explorer.wsgi:application"]
 
 
-def worker_command(var_dir: Path, concurrency: int = 2) -> list[str]:
-    """The Celery worker, with beat embedded (``-B``: the reaper, explorer.tasks.reap).
+def worker_command(var_dir: Path, concurrency: int = 2, *, beat: bool = True,
+                   name: str = "floe") -> list[str]:
+    """A Celery worker called ``name``, with beat embedded (``-B``: the reaper,
+    explorer.tasks.reap) unless ``beat`` is false (``--prod`` runs one beat of its own).
 
     prefork is the pool that enforces the tasks' time limits; more than one process lets a
     short task (and the reaper) run beside a long one. The SQL broker has no fan-out, so
     gossip, mingle and event heartbeats stay off. Beat's schedule file lives in ``var/``."""
-    return [sys.executable, "-m", "celery", "-A", "explorer", "worker", "--pool=prefork",
-            f"--concurrency={concurrency}", "--loglevel=INFO", "--without-gossip",
-            "--without-mingle", "--without-heartbeat", "--hostname=floe@%h", "--beat",
+    command = [sys.executable, "-m", "celery", "-A", "explorer", "worker", "--pool=prefork",
+               f"--concurrency={concurrency}", "--loglevel=INFO", "--without-gossip",
+               "--without-mingle", "--without-heartbeat", f"--hostname={name}@%h"]
+    if beat:
+        command += ["--beat", f"--schedule={Path(var_dir) / 'celerybeat-schedule'}"]
+    return command
+
+
+def beat_command(var_dir: Path) -> list[str]:
+    """The one Celery beat of ``--prod`` (two would queue every scheduled task twice)."""
+    return [sys.executable, "-m", "celery", "-A", "explorer", "beat", "--loglevel=INFO",
             f"--schedule={Path(var_dir) / 'celerybeat-schedule'}"]
 
 
@@ -144,10 +237,13 @@ class Supervisor:
     """Runs child processes until a stop signal arrives or one of them exits."""
 
     def __init__(
-        self, commands: Mapping[str, list[str]], *, stop_timeout: float = STOP_TIMEOUT
+        self, commands: Mapping[str, list[str]], *, stop_timeout: float = STOP_TIMEOUT,
+        stop_signals: Mapping[str, int] | None = None,
     ) -> None:
         self.commands = dict(commands)
         self.stop_timeout = stop_timeout
+        # the signal that asks a child to finish what it is doing and exit; SIGINT unless told
+        self.stop_signals = dict(stop_signals or {})
         self.children: dict[str, subprocess.Popen[bytes]] = {}
         self._stop_signal: int | None = None
 
@@ -181,9 +277,9 @@ class Supervisor:
     def _stop_all(self) -> bool:
         """Stop every running child; True when all stopped within the timeout."""
         running = {n: c for n, c in self.children.items() if c.poll() is None}
-        for child in running.values():
-            # Both servers treat SIGINT as "finish what you are doing and exit".
-            _signal(child, signal.SIGINT)
+        for name, child in running.items():
+            # waitress and Celery treat SIGINT as "finish what you are doing and exit"
+            _signal(child, self.stop_signals.get(name, signal.SIGINT))
         deadline = time.monotonic() + self.stop_timeout
         clean = True
         for name, child in running.items():

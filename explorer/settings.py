@@ -69,6 +69,9 @@ FLOE_SPARK_MASTER = envstr("FLOE_SPARK_MASTER", "local[*]")
 # rest.client.* options: a server that does not answer fails a page in bounded time.
 FLOE_CATALOG_TIMEOUT = envfloat("FLOE_CATALOG_TIMEOUT", "10", minimum=0.1)
 FLOE_CATALOG_RETRIES = envint("FLOE_CATALOG_RETRIES", "2", minimum=0, maximum=10)
+# /readyz (explorer.readiness): seconds each of its checks (database, broker, each catalog)
+# may take before it counts as not answering.
+FLOE_READY_TIMEOUT = envfloat("FLOE_READY_TIMEOUT", "3", minimum=0.1)
 # Parsed metadata files kept in memory (metadata files are immutable, so keyed by path); the
 # other parts of explorer.cache are sized from it.
 FLOE_METADATA_CACHE_SIZE = envint("FLOE_METADATA_CACHE_SIZE", "256", minimum=1)
@@ -146,6 +149,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz and /readyz, before anything checks hosts, redirects or reads a session
+    "explorer.readiness.ProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
