@@ -1,6 +1,8 @@
-# Floe: the explorer (web server + Celery worker, `python -m explorer.run`) with Java 17 for
-# Spark. Configure it with environment variables (see docker-compose.yml and the README):
-# DATABASE_URL, CELERY_BROKER_URL, FLOE_SECRET_KEY, FLOE_ALLOWED_HOSTS, FLOE_WAREHOUSE.
+# Floe: the explorer in its production shape (`python -m explorer.run --prod`: gunicorn,
+# Celery workers and one beat) with Java 17 for Spark. Configure it with environment variables
+# (see docker-compose.yml and the README): DATABASE_URL (PostgreSQL), CELERY_BROKER_URL
+# (Redis), FLOE_SECRET_KEY and FLOE_ALLOWED_HOSTS are required; FLOE_WAREHOUSE,
+# FLOE_WEB_PROCESSES and FLOE_WORKERS are optional.
 #
 # bookworm, pinned: Debian 13 (trixie), the newer default of python:3.11-slim, has no
 # openjdk-17 package.
@@ -49,6 +51,11 @@ USER floe
 VOLUME ["/var/lib/floe"]
 EXPOSE 8000
 
-# explorer.run stops the web server and the worker cleanly on SIGTERM (`docker stop`).
+# Ready: the database, the broker and every catalog answer (explorer.readiness). The slim
+# image has no curl; Python's urllib fails on anything but a 2xx.
+HEALTHCHECK --interval=30s --timeout=10s --start-period=120s --retries=3 \
+    CMD python -c "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ.get('FLOE_PORT', '8000') + '/readyz', timeout=8)"
+
+# explorer.run stops the web server, the workers and beat cleanly on SIGTERM (`docker stop`).
 STOPSIGNAL SIGTERM
-CMD ["python", "-m", "explorer.run"]
+CMD ["python", "-m", "explorer.run", "--prod"]

@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.floe-installed
 ORACLE_SETUP := $(abspath ..)/shared/tools/iceberg-oracle/setup
 
-.PHONY: install run test test-fast bench clean pipeline
+.PHONY: install run serve-prod test test-fast bench clean pipeline
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,12 @@ install: $(STAMP)
 
 run: install
 	$(PY) -m explorer.run
+
+# The production shape (what the Dockerfile runs): PostgreSQL, Redis, gunicorn, several
+# Celery workers and one beat; needs DATABASE_URL, CELERY_BROKER_URL, FLOE_SECRET_KEY and
+# FLOE_ALLOWED_HOSTS (README, "Production").
+serve-prod: install
+	$(PY) -m explorer.run --prod
 
 test: install
 	bash scripts/test.sh
