@@ -89,9 +89,9 @@ def test_compose_sets_what_prod_requires() -> None:
 @pytest.mark.django_db
 def test_the_probed_paths_are_served_whatever_the_allowed_hosts(settings: Any) -> None:
     settings.ALLOWED_HOSTS = ["floe.example.com"]  # a probe's Host is 127.0.0.1:8000
-    paths = {m.group(2) for m in (PROBE_URL.search(" ".join(_dockerfile()["HEALTHCHECK"])),
-                                  PROBE_URL.search(" ".join(_floe_service()["healthcheck"]["test"])))
-             if m}
+    probes = (" ".join(_dockerfile()["HEALTHCHECK"]),
+              " ".join(_floe_service()["healthcheck"]["test"]))
+    paths = {m.group(2) for m in map(PROBE_URL.search, probes) if m}
     assert paths == {"/readyz"}
     client = Client(HTTP_HOST="127.0.0.1:8000")
     for path in (*paths, "/healthz"):
