@@ -3,9 +3,11 @@ makes of the table (with the compatibility verdict), which files a delete remove
 and how many rows it deletes (an estimate), which file groups a compaction rewrites and on
 which engine. Nothing is written.
 
-Each takes the :class:`floe.table.Table` of :func:`explorer.tables.selectors.table_load` and the task's
-validated parameters (:mod:`explorer.tasks.kinds`), so a preview and the run it precedes read
-the same parameters the same way. Lists are capped (:data:`LIST_CAP`) and come with counts.
+Each preview takes the :class:`floe.table.Table` of
+:func:`explorer.tables.selectors.table_load` and the task's validated parameters
+(:mod:`explorer.tasks.kinds`, whose declaration of the kind names its preview), so a preview
+and the run it precedes read the same parameters the same way. Lists are capped
+(:data:`LIST_CAP`) and come with counts.
 """
 
 from __future__ import annotations
@@ -164,14 +166,13 @@ def evolve_stage(txn: Transaction, *, changes: Sequence[Mapping[str, Any]],
     return builders
 
 
-def schema_change_preview(*, table: Table, changes: Sequence[Mapping[str, Any]],
-                          allow_incompatible: bool = False) -> dict[str, Any]:
-    """The schema, partition spec and sort order the changes would make, each change in one
-    line with whether data written before it still reads correctly (``compatible``), and the
-    verdict for all of them. Invalid changes raise ValidationError (a change Java refuses is
-    refused; an incompatible one only with ``allow_incompatible``)."""
-    builders = evolve_stage(table.new_transaction(), changes=changes,
-                            allow_incompatible=allow_incompatible)
+def schema_change_preview(*, table: Table, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The schema, partition spec and sort order an ``evolve``'s changes would make, each
+    change in one line with whether data written before it still reads correctly
+    (``compatible``), and the verdict for all of them. Invalid changes raise ValidationError
+    (a change Java refuses is refused; an incompatible one only with ``allow_incompatible``)."""
+    builders = evolve_stage(table.new_transaction(), changes=params["changes"],
+                            allow_incompatible=params.get("allow_incompatible", False))
     out: dict[str, Any] = {
         "metadata_location": table.metadata_location,
         "current": {"schema": table.schema().to_json(), "partition_spec": table.spec().to_json(),
@@ -195,12 +196,12 @@ def schema_change_preview(*, table: Table, changes: Sequence[Mapping[str, Any]],
 # --- delete ---------------------------------------------------------------------------------------
 
 
-def delete_preview(*, table: Table, filter: str, mode: str | None = None,  # noqa: A002
-                   branch: str = "main") -> dict[str, Any]:
-    """The files a delete removes whole and those it rewrites (copy-on-write) or gives
-    position deletes (merge-on-read), and an estimated row count (every row of the files
-    removed whole plus half of those of the partly matching ones)."""
-    plan = plan_delete(table.io, table.metadata, filter, mode=mode, branch=branch)
+def delete_preview(*, table: Table, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The files a ``delete_rows`` removes whole and those it rewrites (copy-on-write) or
+    gives position deletes (merge-on-read), and an estimated row count (every row of the
+    files removed whole plus half of those of the partly matching ones)."""
+    plan = plan_delete(table.io, table.metadata, params["filter"], mode=params.get("mode"),
+                       branch=params.get("branch") or "main")
     doc = plan.to_json()
     return {
         "metadata_location": table.metadata_location,

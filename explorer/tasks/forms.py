@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.http import QueryDict
@@ -10,9 +10,10 @@ from django.http import QueryDict
 from explorer.errors import TaskParamsInvalid
 
 # --- the action forms of a table's Actions page ---------------------------------------------------
-# One form per task kind, as field specs the page renders and :func:`task_params` turns into
-# the kind's JSON parameters. Validation is the kind's (explorer.tasks.kinds), the same as the
-# API's: these only convert form text into JSON types (an empty field is left out).
+# A form per task kind that has one (the kind's declaration in explorer.tasks.kinds names it;
+# the page shows them in the order of the declarations), as field specs the page renders and
+# :func:`task_params` turns into the kind's JSON parameters. Validation is the kind's, the same
+# as the API's: these only convert form text into JSON types (an empty field is left out).
 
 
 @dataclass(frozen=True)
@@ -27,12 +28,18 @@ class Field:
 
 @dataclass(frozen=True)
 class ActionForm:
-    kind: str
+    """A kind's form; ``kind`` and ``preview`` (a Preview button) are filled in from the
+    kind's declaration (:meth:`bound`)."""
+
     title: str
     fields: tuple[Field, ...]
-    preview: bool = False
     group: str = ""
     note: str = ""
+    kind: str = ""
+    preview: bool = False
+
+    def bound(self, kind: str, *, preview: bool) -> ActionForm:
+        return replace(self, kind=kind, preview=preview)
 
 
 _SNAP = Field("snapshot_id", "Snapshot id", "snapshot")
@@ -42,82 +49,98 @@ _RETENTION = (Field("min_snapshots_to_keep", "Min snapshots to keep", "int"),
               Field("max_ref_age_ms", "Max ref age (ms)", "int"))
 _FILTER = Field("filter", "Filter", placeholder="kind = 'click' AND amount > 10")
 
-ACTION_FORMS: tuple[ActionForm, ...] = (
-    ActionForm("rollback", "Roll back main", (
-        Field("snapshot_id", "To snapshot (an ancestor)", "snapshot"),
-        Field("timestamp_ms", "or to the state at (epoch ms)", "int")), group="Snapshots"),
-    ActionForm("set_current", "Set the current snapshot", (_SNAP,), group="Snapshots"),
-    ActionForm("cherry_pick", "Cherry-pick a snapshot", (_SNAP,), group="Snapshots"),
-    ActionForm("branch_create", "Create a branch", (
-        Field("name", "Name"), Field("snapshot_id", "At snapshot (default: current)",
-                                     "snapshot"), *_RETENTION), group="Branches and tags"),
-    ActionForm("tag_create", "Create a tag", (
-        Field("name", "Name"), Field("snapshot_id", "At snapshot (default: current)",
-                                     "snapshot"), _RETENTION[2]), group="Branches and tags"),
-    ActionForm("branch_replace", "Move a branch", (_REF, _SNAP), group="Branches and tags"),
-    ActionForm("tag_replace", "Move a tag", (_REF, _SNAP), group="Branches and tags"),
-    ActionForm("branch_fast_forward", "Fast-forward a branch", (
-        _REF, Field("to", "To ref", "ref")), group="Branches and tags"),
-    ActionForm("branch_rename", "Rename a branch", (
-        _REF, Field("new_name", "New name")), group="Branches and tags"),
-    ActionForm("branch_remove", "Remove a branch", (_REF,), group="Branches and tags"),
-    ActionForm("tag_remove", "Remove a tag", (_REF,), group="Branches and tags"),
-    ActionForm("ref_retention", "Set a ref's retention", (_REF, *_RETENTION),
-               group="Branches and tags"),
-    ActionForm("evolve", "Evolve schema, partition spec, sort order", (
-        Field("changes", "Changes, applied in order", "changes",
-              help="One change per row (floe evolve's sub-commands). Or give them all as a "
-                   "JSON list below, e.g. "
-                   '[{"op": "add-column", "path": "note", "type": "string"}]'),
-        Field("allow_incompatible", "Allow incompatible changes", "bool")),
-        preview=True, group="Changes",
-        note="Preview shows the new schema and the compatibility verdict before queueing."),
-    ActionForm("delete_rows", "Delete rows by filter", (
-        Field("filter", "Filter", placeholder="kind = 'click'"),
-        Field("mode", "Mode", "choice", ("", "copy-on-write", "merge-on-read")),
-        Field("branch", "Branch", "ref")), preview=True, group="Changes",
-        note="Preview lists the matching files and an estimated row count."),
-    ActionForm("export", "Export a table state", (
-        Field("snapshot_id", "Snapshot", "snapshot"),
-        Field("as_of", "or as of (epoch ms or ISO-8601)"), Field("ref", "or ref", "ref"),
-        _FILTER, Field("columns", "Columns (comma-separated)"),
-        Field("format", "Format", "choice", ("parquet", "csv"))), group="Export"),
-    ActionForm("expire_snapshots_dry_run", "Expire snapshots", (
-        Field("older_than_ms", "Older than (epoch ms; default: the table's max age)", "int"),
-        Field("retain_last", "Retain at least", "int"),
-        Field("snapshot_ids", "Snapshot ids (comma-separated)", "ints"),
-        Field("clean_expired_metadata", "Also remove unused schemas and specs", "bool")),
-        group="Maintenance",
-        note="A dry run lists what would be removed; its page then offers a confirm step "
-             "that runs exactly that plan."),
-    ActionForm("remove_orphan_files_dry_run", "Remove orphan files", (
-        Field("older_than_ms", "Older than (epoch ms; default: 3 days ago)", "int"),
-        Field("force", "Allow a cutoff under a day", "bool"),
-        Field("prefix_mismatch_mode", "Prefix mismatch", "choice",
-              ("error", "ignore", "delete"))), group="Maintenance",
-        note="A dry run lists the orphans; its page then offers a confirm step."),
-    ActionForm("compact", "Compact data files", (
-        _FILTER, Field("strategy", "Strategy", "choice", ("binpack", "sort")),
-        Field("sort_order", "Sort order (for sort)", placeholder="id DESC"),
-        Field("options", "Options (key=value per line)", "kv",
-              placeholder="min-input-files=2\ntarget-file-size-bytes=536870912"),
-        Field("branch", "Branch", "ref"),
-        Field("engine", "Engine", "choice", ("auto", "local", "spark"))),
-        preview=True, group="Maintenance",
-        note="Preview shows the file groups, input files and bytes, and expected outputs."),
-    ActionForm("rewrite_manifests", "Rewrite manifests", (
-        Field("spec_id", "Partition spec id", "int"),
-        Field("sort_by", "Sort by (comma-separated partition fields)"),
-        Field("target_size_bytes", "Target size (bytes)", "int"),
-        Field("branch", "Branch", "ref")), group="Maintenance"),
-    ActionForm("compute_partition_stats", "Compute partition statistics", (
-        Field("snapshot_id", "Snapshot id (empty: the current one)", "snapshot"),),
-        group="Maintenance",
-        note="Writes the snapshot's partition statistics file (Iceberg's, as Java writes it),"
-             " from an older snapshot's file when there is one; the Partitions tab then reads"
-             " it instead of the manifests."),
-)
-ACTION_FORM_BY_KIND = {f.kind: f for f in ACTION_FORMS}
+ROLLBACK = ActionForm("Roll back main", (
+    Field("snapshot_id", "To snapshot (an ancestor)", "snapshot"),
+    Field("timestamp_ms", "or to the state at (epoch ms)", "int")), group="Snapshots")
+
+SET_CURRENT = ActionForm("Set the current snapshot", (_SNAP,), group="Snapshots")
+
+CHERRY_PICK = ActionForm("Cherry-pick a snapshot", (_SNAP,), group="Snapshots")
+
+BRANCH_CREATE = ActionForm("Create a branch", (
+    Field("name", "Name"), Field("snapshot_id", "At snapshot (default: current)",
+                                 "snapshot"), *_RETENTION), group="Branches and tags")
+
+TAG_CREATE = ActionForm("Create a tag", (
+    Field("name", "Name"), Field("snapshot_id", "At snapshot (default: current)",
+                                 "snapshot"), _RETENTION[2]), group="Branches and tags")
+
+BRANCH_REPLACE = ActionForm("Move a branch", (_REF, _SNAP), group="Branches and tags")
+
+TAG_REPLACE = ActionForm("Move a tag", (_REF, _SNAP), group="Branches and tags")
+
+BRANCH_FAST_FORWARD = ActionForm("Fast-forward a branch", (
+    _REF, Field("to", "To ref", "ref")), group="Branches and tags")
+
+BRANCH_RENAME = ActionForm("Rename a branch", (
+    _REF, Field("new_name", "New name")), group="Branches and tags")
+
+BRANCH_REMOVE = ActionForm("Remove a branch", (_REF,), group="Branches and tags")
+
+TAG_REMOVE = ActionForm("Remove a tag", (_REF,), group="Branches and tags")
+
+REF_RETENTION = ActionForm("Set a ref's retention", (_REF, *_RETENTION),
+                           group="Branches and tags")
+
+EVOLVE = ActionForm("Evolve schema, partition spec, sort order", (
+    Field("changes", "Changes, applied in order", "changes",
+          help="One change per row (floe evolve's sub-commands). Or give them all as a "
+               "JSON list below, e.g. "
+               '[{"op": "add-column", "path": "note", "type": "string"}]'),
+    Field("allow_incompatible", "Allow incompatible changes", "bool")),
+    group="Changes",
+    note="Preview shows the new schema and the compatibility verdict before queueing.")
+
+DELETE_ROWS = ActionForm("Delete rows by filter", (
+    Field("filter", "Filter", placeholder="kind = 'click'"),
+    Field("mode", "Mode", "choice", ("", "copy-on-write", "merge-on-read")),
+    Field("branch", "Branch", "ref")), group="Changes",
+    note="Preview lists the matching files and an estimated row count.")
+
+EXPORT = ActionForm("Export a table state", (
+    Field("snapshot_id", "Snapshot", "snapshot"),
+    Field("as_of", "or as of (epoch ms or ISO-8601)"), Field("ref", "or ref", "ref"),
+    _FILTER, Field("columns", "Columns (comma-separated)"),
+    Field("format", "Format", "choice", ("parquet", "csv"))), group="Export")
+
+EXPIRE_DRY_RUN = ActionForm("Expire snapshots", (
+    Field("older_than_ms", "Older than (epoch ms; default: the table's max age)", "int"),
+    Field("retain_last", "Retain at least", "int"),
+    Field("snapshot_ids", "Snapshot ids (comma-separated)", "ints"),
+    Field("clean_expired_metadata", "Also remove unused schemas and specs", "bool")),
+    group="Maintenance",
+    note="A dry run lists what would be removed; its page then offers a confirm step "
+         "that runs exactly that plan.")
+
+ORPHANS_DRY_RUN = ActionForm("Remove orphan files", (
+    Field("older_than_ms", "Older than (epoch ms; default: 3 days ago)", "int"),
+    Field("force", "Allow a cutoff under a day", "bool"),
+    Field("prefix_mismatch_mode", "Prefix mismatch", "choice",
+          ("error", "ignore", "delete"))), group="Maintenance",
+    note="A dry run lists the orphans; its page then offers a confirm step.")
+
+COMPACT = ActionForm("Compact data files", (
+    _FILTER, Field("strategy", "Strategy", "choice", ("binpack", "sort")),
+    Field("sort_order", "Sort order (for sort)", placeholder="id DESC"),
+    Field("options", "Options (key=value per line)", "kv",
+          placeholder="min-input-files=2\ntarget-file-size-bytes=536870912"),
+    Field("branch", "Branch", "ref"),
+    Field("engine", "Engine", "choice", ("auto", "local", "spark"))),
+    group="Maintenance",
+    note="Preview shows the file groups, input files and bytes, and expected outputs.")
+
+REWRITE_MANIFESTS = ActionForm("Rewrite manifests", (
+    Field("spec_id", "Partition spec id", "int"),
+    Field("sort_by", "Sort by (comma-separated partition fields)"),
+    Field("target_size_bytes", "Target size (bytes)", "int"),
+    Field("branch", "Branch", "ref")), group="Maintenance")
+
+COMPUTE_PARTITION_STATS = ActionForm("Compute partition statistics", (
+    Field("snapshot_id", "Snapshot id (empty: the current one)", "snapshot"),),
+    group="Maintenance",
+    note="Writes the snapshot's partition statistics file (Iceberg's, as Java writes it),"
+         " from an older snapshot's file when there is one; the Partitions tab then reads"
+         " it instead of the manifests.")
 
 
 # --- the evolve form's change rows ----------------------------------------------------------------

@@ -21,7 +21,6 @@ from django.conf import settings
 
 from explorer.maintenance import alerts, autopilot, metrics
 from explorer.tasks import lifecycle
-from explorer.tasks.runners import runner_for
 from explorer.tasks.runtime import execute
 
 logger = logging.getLogger(__name__)
@@ -36,8 +35,7 @@ def run_task(self: Any, task_run_id: int) -> None:
     inline = bool(self.request.called_directly or self.request.is_eager)
     # The message's limits (hard, soft): the submitting process's settings.
     _, soft = self.request.timelimit or (None, None)
-    execute(task_run_id, threaded=not inline, runner_for=runner_for,
-            soft_time_limit=None if inline else soft)
+    execute(task_run_id, threaded=not inline, soft_time_limit=None if inline else soft)
 
 
 #: The first kind's name, kept: a TaskRun of kind refresh_table_stats runs like any other.

@@ -1,6 +1,7 @@
-"""The kinds of task and their parameters: one :class:`KindSpec` per
-:class:`explorer.models.TaskRun.Kind`, and :func:`params_validate`, which every submission goes
-through (pages and API alike) BEFORE anything is queued.
+"""The kinds of task: one declaration (:class:`KindSpec`, in :data:`KINDS`) per
+:class:`explorer.models.TaskRun.Kind` naming its parameters' checks, its flags, its form, its
+preview, its runner and the sentence of a finished run; and :func:`params_validate`, which
+every submission goes through (pages and API alike) BEFORE anything is queued.
 
 Parameters are a JSON object. Table kinds name their table with ``catalog`` (default
 ``local``), ``namespace`` (levels joined by ``.``) and ``table``; the names pass the same
@@ -52,20 +53,27 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from explorer.catalogs import LOCAL_CATALOG, catalog_info
 from explorer.errors import TableChangedSinceDryRun, TaskParamsInvalid
 from explorer.models import TaskRun
 from explorer.tables import scan, selectors
+from explorer.tasks import forms, runners, sentences
 from explorer.tasks.changes import (
     EVOLVE_OPS,
     MANAGE_CHANGES,
     compaction_engine,
+    compaction_preview,
+    delete_preview,
     evolve_stage,
     manage_stage,
+    schema_change_preview,
 )
+from explorer.tasks.forms import ActionForm
+from explorer.tasks.runners import Runner
+from explorer.tasks.sentences import Sentence
 from floe.catalog.base import TableIdentifier, to_namespace
 from floe.errors import CommitConflict, FloeError, InvalidArgument, NotFound, ValidationError
 from floe.expressions import bind, parse_filter
@@ -311,30 +319,19 @@ def _p_rollback(r: _Reader, t: Table) -> None:
         raise TaskParamsInvalid("snapshot_id", "give either snapshot_id or timestamp_ms")
 
 
-#: The parameter a refused snapshot-management change is about (floe's ManageSnapshots names
-#: no argument): what the kind's own checks left to floe.
-_MANAGE_PARAM = {
-    K.ROLLBACK: "snapshot_id", K.SET_CURRENT: "snapshot_id", K.CHERRY_PICK: "snapshot_id",
-    K.BRANCH_CREATE: "snapshot_id", K.BRANCH_REPLACE: "snapshot_id",
-    K.BRANCH_RENAME: "new_name", K.BRANCH_REMOVE: "name", K.BRANCH_FAST_FORWARD: "to",
-    K.TAG_CREATE: "snapshot_id", K.TAG_REPLACE: "snapshot_id", K.TAG_REMOVE: "name",
-    K.REF_RETENTION: "name",
-}
-assert set(_MANAGE_PARAM) == set(MANAGE_CHANGES)
-
-
-def _staged(kind: str, parse: Callable[[_Reader, Table], None]
+def _staged(kind: str, parse: Callable[[_Reader, Table], None], key: str
             ) -> Callable[[_Reader, Table], None]:
     """The kind's checks, then its change staged as the run stages it, on a transaction
     that is never committed (an ancestor to roll back to, a descending branch, a snapshot
-    that can be cherry-picked: floe checks them as it stages)."""
+    that can be cherry-picked: floe checks them as it stages). ``key``: the parameter a
+    refusal is about (floe's ManageSnapshots names no argument)."""
 
     def run(r: _Reader, t: Table) -> None:
         parse(r, t)
-        key = _MANAGE_PARAM[kind]
+        about = key
         if kind == K.ROLLBACK and r.out.get("snapshot_id") is None:
-            key = "timestamp_ms"
-        _floe_check(key, lambda: manage_stage(t.new_transaction(), kind=kind, params=r.out))
+            about = "timestamp_ms"
+        _floe_check(about, lambda: manage_stage(t.new_transaction(), kind=kind, params=r.out))
 
     return run
 
@@ -553,60 +550,115 @@ def _p_partition_stats(r: _Reader, t: Table) -> None:
 
 @dataclass(frozen=True)
 class KindSpec:
-    """What the explorer knows about a kind of task.
+    """Everything the explorer knows about a kind of task, declared once in :data:`KINDS`.
+
+    ``parse``: its parameters' checks (:func:`params_validate`; None for the kinds validated
+    apart: the catalog-wide refresh and the confirm steps); ``runner``: its work in a worker
+    (:mod:`explorer.tasks.runners`); ``say``: the sentence of a finished run
+    (:mod:`explorer.tasks.sentences`); ``form``: its form on a table's Actions page
+    (:mod:`explorer.tasks.forms`; None: it has none); ``preview``: what a submission would do,
+    nothing queued (:mod:`explorer.tasks.changes`; None: it has none).
 
     ``changes_table``: runs are recorded in the audit trail; ``retry_on_conflict``: a
     CommitConflict runs it again (kinds that plan afresh on every run; a rollback must not
     be retried over a commit it did not see); ``expensive_read``: counted by the rate limit;
-    ``dry_run_of``: a confirm kind executes a dry run of that kind.
+    ``dry_run_of``: a confirm kind executes a dry run of that kind; ``table_scoped``: it acts
+    on one table.
     """
 
     kind: str
     parse: Callable[[_Reader, Table], None] | None
+    runner: Runner
+    say: Sentence
+    form: ActionForm | None = None
+    preview: Callable[..., dict[str, Any]] | None = None
     changes_table: bool = True
     retry_on_conflict: bool = False
     expensive_read: bool = False
     dry_run_of: str | None = None
-    preview: bool = False
     table_scoped: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.form is not None:  # the page's form knows its kind and whether it previews
+            object.__setattr__(self, "form",
+                               self.form.bound(self.kind, preview=self.preview is not None))
 
     @property
     def label(self) -> str:
         return str(K(self.kind).label)
 
 
-KINDS: dict[str, KindSpec] = {s.kind: s for s in (
-    KindSpec(K.REFRESH_TABLE_STATS, None, changes_table=False, table_scoped=False),
-    KindSpec(K.ROLLBACK, _staged(K.ROLLBACK, _p_rollback)),
-    KindSpec(K.SET_CURRENT, _staged(K.SET_CURRENT, _p_snapshot)),
-    KindSpec(K.CHERRY_PICK, _staged(K.CHERRY_PICK, _p_snapshot)),
-    KindSpec(K.BRANCH_CREATE, _staged(K.BRANCH_CREATE, _p_branch_create)),
-    KindSpec(K.BRANCH_REPLACE, _staged(K.BRANCH_REPLACE, _p_ref_replace("branch"))),
-    KindSpec(K.BRANCH_RENAME, _staged(K.BRANCH_RENAME, _p_branch_rename)),
-    KindSpec(K.BRANCH_REMOVE, _staged(K.BRANCH_REMOVE, _p_ref_remove("branch"))),
-    KindSpec(K.BRANCH_FAST_FORWARD, _staged(K.BRANCH_FAST_FORWARD, _p_fast_forward)),
-    KindSpec(K.TAG_CREATE, _staged(K.TAG_CREATE, _p_tag_create)),
-    KindSpec(K.TAG_REPLACE, _staged(K.TAG_REPLACE, _p_ref_replace("tag"))),
-    KindSpec(K.TAG_REMOVE, _staged(K.TAG_REMOVE, _p_ref_remove("tag"))),
-    KindSpec(K.REF_RETENTION, _staged(K.REF_RETENTION, _p_retention)),
-    KindSpec(K.EVOLVE, _p_evolve, preview=True),
-    KindSpec(K.DELETE_ROWS, _p_delete, retry_on_conflict=True, preview=True),
-    KindSpec(K.EXPORT, _p_export, changes_table=False, expensive_read=True),
-    KindSpec(K.EXPIRE_DRY_RUN, _p_expire_dry_run, changes_table=False),
-    KindSpec(K.EXPIRE, None, dry_run_of=K.EXPIRE_DRY_RUN),
-    KindSpec(K.ORPHANS_DRY_RUN, _p_orphans_dry_run, changes_table=False),
-    KindSpec(K.ORPHANS, None, dry_run_of=K.ORPHANS_DRY_RUN),
-    KindSpec(K.COMPACT, _p_compact, retry_on_conflict=True, preview=True),
-    KindSpec(K.REWRITE_MANIFESTS, _p_rewrite_manifests, retry_on_conflict=True),
-    KindSpec(K.COMPUTE_PARTITION_STATS, _p_partition_stats, retry_on_conflict=True),
-)}
-assert set(KINDS) == set(K.values), "every TaskRun.Kind needs a KindSpec"
+def _managed(kind: str, parse: Callable[[_Reader, Table], None], key: str, say: Sentence,
+             form: ActionForm) -> KindSpec:
+    """A snapshot-management kind: validation stages its change on a transaction that is
+    never committed (``key``: the parameter a refusal is about), its run commits it."""
+    assert kind in MANAGE_CHANGES, kind
+    return KindSpec(kind, _staged(kind, parse, key), runners.manage(kind), say, form)
+
+
+#: The kinds, in the order a table's Actions page shows their forms.
+_DECLARED = (
+    KindSpec(K.REFRESH_TABLE_STATS, None, runners.refresh_table_stats,
+             sentences.refresh_table_stats, changes_table=False, table_scoped=False),
+    _managed(K.ROLLBACK, _p_rollback, "snapshot_id", sentences.rollback, forms.ROLLBACK),
+    _managed(K.SET_CURRENT, _p_snapshot, "snapshot_id", sentences.set_current,
+             forms.SET_CURRENT),
+    _managed(K.CHERRY_PICK, _p_snapshot, "snapshot_id", sentences.cherry_pick,
+             forms.CHERRY_PICK),
+    _managed(K.BRANCH_CREATE, _p_branch_create, "snapshot_id",
+             sentences.ref_moved("Created", "branch"), forms.BRANCH_CREATE),
+    _managed(K.TAG_CREATE, _p_tag_create, "snapshot_id", sentences.ref_moved("Created", "tag"),
+             forms.TAG_CREATE),
+    _managed(K.BRANCH_REPLACE, _p_ref_replace("branch"), "snapshot_id",
+             sentences.ref_moved("Moved", "branch"), forms.BRANCH_REPLACE),
+    _managed(K.TAG_REPLACE, _p_ref_replace("tag"), "snapshot_id",
+             sentences.ref_moved("Moved", "tag"), forms.TAG_REPLACE),
+    _managed(K.BRANCH_FAST_FORWARD, _p_fast_forward, "to", sentences.branch_fast_forward,
+             forms.BRANCH_FAST_FORWARD),
+    _managed(K.BRANCH_RENAME, _p_branch_rename, "new_name", sentences.branch_rename,
+             forms.BRANCH_RENAME),
+    _managed(K.BRANCH_REMOVE, _p_ref_remove("branch"), "name", sentences.ref_removed("branch"),
+             forms.BRANCH_REMOVE),
+    _managed(K.TAG_REMOVE, _p_ref_remove("tag"), "name", sentences.ref_removed("tag"),
+             forms.TAG_REMOVE),
+    _managed(K.REF_RETENTION, _p_retention, "name", sentences.ref_retention,
+             forms.REF_RETENTION),
+    KindSpec(K.EVOLVE, _p_evolve, runners.evolve, sentences.evolve, forms.EVOLVE,
+             preview=schema_change_preview),
+    KindSpec(K.DELETE_ROWS, _p_delete, runners.delete_rows, sentences.delete_rows,
+             forms.DELETE_ROWS, preview=delete_preview, retry_on_conflict=True),
+    KindSpec(K.EXPORT, _p_export, runners.export, sentences.export, forms.EXPORT,
+             changes_table=False, expensive_read=True),
+    KindSpec(K.EXPIRE_DRY_RUN, _p_expire_dry_run, runners.expire_dry_run,
+             sentences.expire_dry_run, forms.EXPIRE_DRY_RUN, changes_table=False),
+    KindSpec(K.EXPIRE, None, runners.expire_confirm, sentences.expire,
+             dry_run_of=K.EXPIRE_DRY_RUN),
+    KindSpec(K.ORPHANS_DRY_RUN, _p_orphans_dry_run, runners.orphans_dry_run,
+             sentences.orphans_dry_run, forms.ORPHANS_DRY_RUN, changes_table=False),
+    KindSpec(K.ORPHANS, None, runners.orphans_confirm, sentences.orphans,
+             dry_run_of=K.ORPHANS_DRY_RUN),
+    KindSpec(K.COMPACT, _p_compact, runners.compact_table, sentences.compact, forms.COMPACT,
+             preview=compaction_preview, retry_on_conflict=True),
+    KindSpec(K.REWRITE_MANIFESTS, _p_rewrite_manifests, runners.rewrite_table_manifests,
+             sentences.rewrite_manifests, forms.REWRITE_MANIFESTS, retry_on_conflict=True),
+    KindSpec(K.COMPUTE_PARTITION_STATS, _p_partition_stats,
+             runners.compute_table_partition_stats, sentences.compute_partition_stats,
+             forms.COMPUTE_PARTITION_STATS, retry_on_conflict=True),
+)
+KINDS: dict[str, KindSpec] = {s.kind: s for s in _DECLARED}
+assert len(KINDS) == len(_DECLARED) and set(KINDS) == set(K.values), \
+    "every TaskRun.Kind needs exactly one KindSpec"
+assert set(MANAGE_CHANGES) <= set(KINDS), "every snapshot-management change is a kind"
+
+
+def action_forms() -> tuple[ActionForm, ...]:
+    """The forms of a table's Actions page, in the order of the declarations."""
+    return tuple(s.form for s in KINDS.values() if s.form is not None)
 
 
 def kind_get(kind: Any) -> KindSpec:
     if not isinstance(kind, str) or kind not in KINDS:
-        raise TaskParamsInvalid("kind", f"unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
+        raise TaskParamsInvalid("kind", f"unknown kind {kind!r}; kinds: {', '.join(K.values)}")
     return KINDS[kind]
 
 

@@ -1,6 +1,7 @@
 """The work of each kind of task: a function from a :class:`~explorer.tasks.runtime.RunContext`
 to the run's result (a small JSON document: counts, snapshot ids, metadata locations, file
-lists capped with a count).
+lists capped with a count); each kind's declaration (:mod:`explorer.tasks.kinds`) names its
+runner.
 
 Changes open the table with :func:`explorer.tables.selectors.table_load` (a handle of their
 own) and commit through floe; operations with progress reports pass ``ctx.on_progress`` (a
@@ -18,7 +19,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 from django.conf import settings
@@ -27,9 +28,7 @@ from explorer.catalogs import LOCAL_CATALOG, catalog_call
 from explorer.errors import TableChangedSinceDryRun
 from explorer.models import TaskRun
 from explorer.tables import selectors
-from explorer.tasks import lifecycle
 from explorer.tasks.changes import (
-    MANAGE_CHANGES,
     capped,
     compaction_engine,
     compaction_plan,
@@ -37,7 +36,6 @@ from explorer.tasks.changes import (
     manage_stage,
     manifests_rewrite_args,
 )
-from explorer.tasks.runtime import RunContext
 from explorer.values import CsvWriter
 from floe.catalog.base import Catalog, TableIdentifier
 from floe.io.parquet import schema_to_arrow
@@ -53,10 +51,15 @@ from floe.scan import plan_files
 from floe.scan.readers import read_plan
 from floe.table import Table
 
-__all__ = ["RUNNERS", "runner_for"]
+if TYPE_CHECKING:  # the worker's side imports the kinds, which name these runners
+    from explorer.tasks.runtime import RunContext
 
-K = TaskRun.Kind
-Runner = Callable[[RunContext], dict[str, Any]]
+__all__ = ["Runner", "manage", "refresh_table_stats", "evolve", "delete_rows", "export",
+           "expire_dry_run", "expire_confirm", "orphans_dry_run", "orphans_confirm",
+           "compact_table", "rewrite_table_manifests", "compute_table_partition_stats"]
+
+#: The work of a kind: the run's context in, its result (a small JSON document) out.
+Runner = Callable[["RunContext"], dict[str, Any]]
 
 
 def _table(ctx: RunContext) -> Table:
@@ -84,7 +87,7 @@ def refresh_table_stats(ctx: RunContext) -> dict[str, Any]:
 # --- snapshot management and refs ---------------------------------------------------------------
 
 
-def _manage(kind: str) -> Runner:
+def manage(kind: str) -> Runner:
     """A ManageSnapshots change (the one validation staged too) committed behind the cancel
     guard."""
 
@@ -189,7 +192,7 @@ def export(ctx: RunContext) -> dict[str, Any]:
         shutil.rmtree(directory, ignore_errors=True)
         raise
     relative = str(final.relative_to(settings.FLOE_EXPORT_DIR))
-    lifecycle.task_run_artifact(task_run_id=run.pk, artifact=relative)
+    ctx.artifact(relative)
     return {"file": name, "format": fmt, "rows": rows, "bytes": final.stat().st_size,
             "snapshot_id": plan.snapshot_id,
             "metadata_location": table.metadata_location,
@@ -437,27 +440,6 @@ def compute_table_partition_stats(ctx: RunContext) -> dict[str, Any]:
             "file_size_in_bytes": f.file_size_in_bytes if f is not None else None,
             "incremental_from": r.incremental_from, "reused": r.reused,
             "committed": r.committed, "warnings": list(r.warnings)}
-
-
-RUNNERS: dict[str, Runner] = {
-    K.REFRESH_TABLE_STATS: refresh_table_stats,
-    **{kind: _manage(kind) for kind in MANAGE_CHANGES},
-    K.EVOLVE: evolve,
-    K.DELETE_ROWS: delete_rows,
-    K.EXPORT: export,
-    K.EXPIRE_DRY_RUN: expire_dry_run,
-    K.EXPIRE: expire_confirm,
-    K.ORPHANS_DRY_RUN: orphans_dry_run,
-    K.ORPHANS: orphans_confirm,
-    K.COMPACT: compact_table,
-    K.REWRITE_MANIFESTS: rewrite_table_manifests,
-    K.COMPUTE_PARTITION_STATS: compute_table_partition_stats,
-}
-assert set(RUNNERS) == set(K.values), "every TaskRun.Kind needs a runner"
-
-
-def runner_for(kind: str) -> Runner:
-    return RUNNERS[kind]
 
 
 # --- work of the refresh_table_stats task ---------------------------------------------------------

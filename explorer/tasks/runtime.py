@@ -36,6 +36,7 @@ from explorer.tables import selectors
 from explorer.tasks import lifecycle
 from explorer.tasks.kinds import KINDS
 from explorer.tasks.outcomes import milestone
+from explorer.tasks.runners import Runner
 from floe.catalog.config import redact
 from floe.errors import CommitConflict, FloeError
 from floe.maintenance import Cancelled, Progress
@@ -123,6 +124,10 @@ class RunContext:
         if not wanted:
             self._cancel.set()
 
+    def artifact(self, relative: str) -> None:
+        """Record the run's file (an export's, relative to FLOE_EXPORT_DIR)."""
+        lifecycle.task_run_artifact(task_run_id=self.run_id, artifact=relative)
+
     def guard(self) -> PendingOperation:
         return _CancelGuard(self)
 
@@ -187,9 +192,10 @@ def _after(run: TaskRun) -> tuple[str, int | None]:
 
 
 def execute(task_run_id: int, *, threaded: bool,
-            runner_for: Callable[[str], Callable[[RunContext], dict[str, Any]]],
+            runner_for: Callable[[str], Runner] | None = None,
             soft_time_limit: float | None = None) -> None:
     """Claim and run a task run; record the outcome (and the audit entry of a change).
+    The work is the runner its kind declares (``runner_for``: another, for tests);
     ``soft_time_limit`` (seconds from the claim) is also checked at every progress report."""
     run = lifecycle.task_run_claim(task_run_id=task_run_id)
     if run is None:
@@ -202,7 +208,7 @@ def execute(task_run_id: int, *, threaded: bool,
                                   snapshot_before=snapshot)
         run.refresh_from_db()
     ctx = RunContext(run, threaded=threaded, soft_time_limit=soft_time_limit)
-    runner = runner_for(run.kind)
+    runner = spec.runner if runner_for is None else runner_for(run.kind)
     ctx.start()
     try:
         attempt = 0

@@ -2,8 +2,9 @@
 export's file. Keyword-only, named noun_verb.
 
 * :func:`task_submit` (validate → authorise → record → enqueue after commit),
-  :func:`task_cancel`, :func:`task_retry`, :func:`task_preview` (the preview of an ``evolve``,
-  ``delete_rows`` or ``compact`` submission: the same parameters, nothing queued);
+  :func:`task_cancel`, :func:`task_retry`, :func:`task_preview` (the preview a kind declares,
+  of an ``evolve``, ``delete_rows`` or ``compact`` submission: the same parameters, nothing
+  queued);
 * :func:`export_file_get` (an export's file, for its owner).
 
 The worker's side of a run is :mod:`explorer.tasks.lifecycle`.
@@ -117,7 +118,7 @@ def task_retry(*, task_run_id: int, user: Any, via: str = "session") -> TaskRun:
         raise ValidationError(f"task run {run.pk} is still {run.state}; retry it when it "
                               "finished")
     params = dict(run.params)
-    if run.kind in (TaskRun.Kind.EXPIRE, TaskRun.Kind.ORPHANS):
+    if task_kinds.kind_get(run.kind).dry_run_of is not None:  # a confirm step: its dry run
         params = {"dry_run_task_id": run.source_run_id}
     return task_submit(kind=run.kind, params=params, user=user, via=via)
 
@@ -127,26 +128,18 @@ def task_preview(*, kind: Any, params: Any, user: Any, identity: str) -> dict[st
     schema / spec / sort order with the compatibility verdict, for ``delete_rows`` the files
     and an estimated row count, for ``compact`` the file groups and the engine. Expire and
     orphan removal preview with their dry-run tasks. Needs read access; rate limited."""
-    from explorer.tasks import changes
-
     spec = task_kinds.kind_get(kind)
-    if not spec.preview:
-        raise TaskParamsInvalid("kind", f"{spec.kind} has no preview (previews: evolve, "
-                                        "delete_rows, compact; expire_snapshots and "
-                                        "remove_orphan_files have dry-run tasks)")
+    if spec.preview is None:
+        previews = ", ".join(k for k, s in task_kinds.KINDS.items() if s.preview is not None)
+        raise TaskParamsInvalid("kind", f"{spec.kind} has no preview (previews: {previews}; "
+                                        "expire_snapshots and remove_orphan_files have "
+                                        "dry-run tasks)")
     permissions.require_read(
         user=user, catalog=task_kinds.submission_catalog(kind=spec.kind, params=params))
     ratelimit.expensive_read_check(identity=identity, what=f"the preview of {spec.kind}")
     v = task_kinds.params_validate(kind=spec.kind, params=params)
     table = selectors.table_load(catalog=v.catalog, namespace=v.namespace, name=v.table)
-    p = v.params
-    if spec.kind == TaskRun.Kind.EVOLVE:
-        return changes.schema_change_preview(
-            table=table, changes=p["changes"], allow_incompatible=p["allow_incompatible"])
-    if spec.kind == TaskRun.Kind.DELETE_ROWS:
-        return changes.delete_preview(table=table, filter=p["filter"], mode=p.get("mode"),
-                                      branch=p["branch"])
-    return changes.compaction_preview(table=table, params=p)
+    return spec.preview(table=table, params=v.params)
 
 
 def export_file_get(*, task_run_id: int, user: Any) -> Path:

@@ -37,7 +37,7 @@ from explorer.tables import details as st
 from explorer.tables import selectors
 from explorer.tasks import kinds as task_kinds
 from explorer.tasks import services
-from explorer.tasks.forms import ACTION_FORM_BY_KIND, ACTION_FORMS, form_values, task_params
+from explorer.tasks.forms import form_values, task_params
 from explorer.tasks.outcomes import result_facts
 from floe.errors import NotFound, ValidationError
 from floe.schema import Schema
@@ -65,7 +65,7 @@ def _actions_page(request: HttpRequest, catalog: str, ns: str, table: str, *,
     ctx = _table_context(catalog, ns, table)
     t = ctx.pop("table_obj")
     groups: dict[str, list[Any]] = {}
-    for form in ACTION_FORMS:
+    for form in task_kinds.action_forms():
         groups.setdefault(form.group, []).append(form)
     return render(request, "explorer/table_actions.html", {
         **ctx, "groups": groups, "snapshots": st.snapshot_list(table=t)[:500],
@@ -88,7 +88,8 @@ def table_action(request: HttpRequest, catalog: str, ns: str, table: str) -> Htt
     table. A bad parameter re-renders the page with the message next to the form (400)."""
     permissions.require_change(user=request.user, catalog=catalog)
     kind = request.POST.get("kind", "")
-    form = ACTION_FORM_BY_KIND.get(kind)
+    spec = task_kinds.KINDS.get(kind)
+    form = spec.form if spec is not None else None
     if form is None:
         return _actions_page(request, catalog, ns, table, status=400,
                              error={"kind": kind, "message": f"unknown kind {kind!r}"})

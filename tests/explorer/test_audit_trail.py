@@ -18,7 +18,6 @@ from explorer.audit.selectors import table_audit
 from explorer.models import AuditEntry, AuditEntryImmutable, CatalogGrant, TaskRun
 from explorer.tables import selectors
 from explorer.tasks import services
-from explorer.tasks.runners import runner_for
 from explorer.tasks.runtime import execute
 from floe.catalog.sql import SqlCatalog
 from tests.explorer.tasks_support import SCHEMA, load, make_table, rows, user_with
@@ -137,7 +136,7 @@ def test_a_table_audit_attributes_each_version_to_floe_or_external(
     mia = user_with("mia", "maintainer", catalog=name)
     run = services.task_submit(kind="rollback", params={
         "catalog": name, "namespace": "ns", "table": "events", "snapshot_id": first}, user=mia)
-    execute(run.pk, threaded=False, runner_for=runner_for)
+    execute(run.pk, threaded=False)
     # then PyIceberg appends
     other = pyiceberg_sql.SqlCatalog(name, uri=uri, warehouse=str(warehouse))
     ice = other.load_table("ns.events")
@@ -170,7 +169,7 @@ def test_a_failed_run_shows_in_the_table_audit_beside_the_versions(tmp_path: Pat
         "namespace": "ns", "table": "events", "snapshot_id": second}, user=mia)
     # before the run starts, main moves back: second is no longer an ancestor
     table.manage_snapshots().set_current(first).commit()
-    execute(run.pk, threaded=False, runner_for=runner_for)
+    execute(run.pk, threaded=False)
     run.refresh_from_db()
     assert run.state == "FAILED" and "not an ancestor" in run.error
     audited = table_audit(table=selectors.table_load(catalog="local", namespace="ns",

@@ -19,7 +19,6 @@ from django.test import Client
 from explorer.audit.selectors import entry_words, summary_engine
 from explorer.models import AuditEntry
 from explorer.tasks import services
-from explorer.tasks.runners import runner_for
 from explorer.tasks.runtime import execute
 from tests.explorer.tasks_support import client_for, load, make_table, user_with
 
@@ -51,7 +50,7 @@ def _short(snapshot_id: int) -> str:
 def _run(user: Any, kind: str, **params: Any) -> None:
     run = services.task_submit(kind=kind, params={"namespace": "ns", "table": "events",
                                                   **params}, user=user)
-    execute(run.pk, threaded=False, runner_for=runner_for)
+    execute(run.pk, threaded=False)
     run.refresh_from_db()
     assert run.state == "SUCCEEDED", run.error
 
@@ -78,7 +77,7 @@ def audited(tmp_path: Path, settings: Any) -> dict[str, Any]:
     failed = services.task_submit(kind="tag_create", params={
         "namespace": "ns", "table": "events", "name": "v2", "snapshot_id": a}, user=mia)
     table.manage_snapshots().create_tag("v2", b).commit()  # meanwhile, by another writer
-    execute(failed.pk, threaded=False, runner_for=runner_for)
+    execute(failed.pk, threaded=False)
     failed.refresh_from_db()
     assert failed.state == "FAILED"
     return {"a": a, "b": b, "c": c, "mia": mia}

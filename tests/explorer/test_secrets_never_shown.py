@@ -22,7 +22,6 @@ from django.test import Client
 from sqlalchemy.engine import make_url
 
 from explorer.tasks import services
-from explorer.tasks.runners import runner_for
 from explorer.tasks.runtime import execute
 from floe.catalog.config import load_catalogs
 from floe.catalog.sql import SqlCatalog
@@ -191,7 +190,7 @@ def test_no_secret_in_any_message_page_answer_audit_entry_or_log(
     assert floe_cli(["describe", "local:fs.t"]) == 0  # the others still work
     setup.seen += list(capsys.readouterr())
 
-    execute(run.pk, threaded=False, runner_for=runner_for)
+    execute(run.pk, threaded=False)
     run.refresh_from_db()
     assert run.state == "FAILED" and "catalog 's3bad'" in run.error, run.error
 

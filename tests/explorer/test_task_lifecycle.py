@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 
 from explorer.models import AuditEntry, TaskRun
 from explorer.tasks import lifecycle
-from explorer.tasks.runners import runner_for
+from explorer.tasks.kinds import KINDS
 from explorer.tasks.runtime import RunContext, execute
 from floe.errors import CommitConflict
 from floe.scan import plan_files
@@ -302,7 +302,7 @@ def test_the_cancel_guard_stops_a_change_right_before_its_commit(tmp_path: Path,
 
     def cancel_then_delete(ctx: RunContext) -> dict[str, Any]:
         TaskRun.objects.filter(pk=ctx.run_id).update(cancel_requested_at=timezone.now())
-        return runner_for("delete_rows")(ctx)
+        return KINDS["delete_rows"].runner(ctx)
 
     execute(run.pk, threaded=False, runner_for=lambda kind: cancel_then_delete)
     run.refresh_from_db()

@@ -18,7 +18,7 @@ from rest_framework.test import APIClient
 
 from explorer.models import TaskRun
 from explorer.tasks import services
-from explorer.tasks.runners import runner_for
+from explorer.tasks.kinds import KINDS
 from explorer.tasks.runtime import RunContext, execute
 from floe.maintenance import Progress
 from tests.explorer.tasks_support import client_for, load, make_table, user_with
@@ -151,7 +151,7 @@ def test_a_cancelled_compaction_says_how_far_it_got(tmp_path: Path, settings: An
                 services.task_cancel(task_run_id=run.pk, user=mia)
 
         ctx.on_progress = on_progress  # type: ignore[method-assign]
-        return runner_for("compact")(ctx)
+        return KINDS["compact"].runner(ctx)
 
     execute(run.pk, threaded=False, runner_for=lambda kind: cancelling)
     run.refresh_from_db()
@@ -171,7 +171,7 @@ def test_a_failed_run_says_why(lake: Path) -> None:
     run = services.task_submit(kind="rollback", params={
         "namespace": "ns", "table": "events", "snapshot_id": second}, user=mia)
     table.manage_snapshots().set_current(first).commit()  # second: no longer an ancestor
-    execute(run.pk, threaded=False, runner_for=runner_for)
+    execute(run.pk, threaded=False)
     said = client_for(mia).get(f"/api/tasks/{run.pk}/").json()
     assert said["state"] == "FAILED"
     assert said["error"].startswith(f"ValidationError: cannot roll back to snapshot {second}")
