@@ -33,7 +33,19 @@ __all__ = [
     "EVOLVE_OPS",
     "capped",
     "evolve_stage",
-    "MANAGE_CHANGES",
+    "ManageChange",
+    "rollback",
+    "set_current",
+    "cherry_pick",
+    "branch_create",
+    "branch_replace",
+    "branch_rename",
+    "branch_remove",
+    "branch_fast_forward",
+    "tag_create",
+    "tag_replace",
+    "tag_remove",
+    "ref_retention",
     "manage_stage",
     "schema_change_preview",
     "delete_preview",
@@ -85,39 +97,68 @@ def _kw(p: Mapping[str, Any], *keys: str) -> dict[str, Any]:
     return {k: p.get(k) for k in keys}
 
 
-def _rollback(ms: ManageSnapshots, p: Mapping[str, Any]) -> None:
+#: A snapshot-management change: what a kind stages on a transaction's ManageSnapshots from
+#: its validated parameters (the kind's declaration in explorer.tasks.kinds names it).
+ManageChange = Callable[["ManageSnapshots", Mapping[str, Any]], Any]
+
+
+def rollback(ms: ManageSnapshots, p: Mapping[str, Any]) -> None:
     if p.get("snapshot_id") is not None:
         ms.rollback_to(p["snapshot_id"])
     else:
         ms.rollback_to_time(p["timestamp_ms"])
 
 
-#: The snapshot-management kinds and the change each stages on a transaction's
-#: ManageSnapshots, from the kind's validated parameters (explorer.tasks.kinds).
-MANAGE_CHANGES: dict[str, Callable[[ManageSnapshots, Mapping[str, Any]], Any]] = {
-    "rollback": _rollback,
-    "set_current": lambda ms, p: ms.set_current(p["snapshot_id"]),
-    "cherry_pick": lambda ms, p: ms.cherry_pick(p["snapshot_id"]),
-    "branch_create": lambda ms, p: ms.create_branch(
-        p["name"], p.get("snapshot_id"), **_kw(p, *_BRANCH_RETENTION)),
-    "branch_replace": lambda ms, p: ms.replace_branch(p["name"], p["snapshot_id"]),
-    "branch_rename": lambda ms, p: ms.rename_branch(p["name"], p["new_name"]),
-    "branch_remove": lambda ms, p: ms.remove_branch(p["name"]),
-    "branch_fast_forward": lambda ms, p: ms.fast_forward(p["name"], p["to"]),
-    "tag_create": lambda ms, p: ms.create_tag(p["name"], p.get("snapshot_id"),
-                                              **_kw(p, "max_ref_age_ms")),
-    "tag_replace": lambda ms, p: ms.replace_tag(p["name"], p["snapshot_id"]),
-    "tag_remove": lambda ms, p: ms.remove_tag(p["name"]),
-    "ref_retention": lambda ms, p: ms.set_retention(p["name"], **_kw(p, *_BRANCH_RETENTION)),
-}
+def set_current(ms: ManageSnapshots, p: Mapping[str, Any]) -> Any:
+    return ms.set_current(p["snapshot_id"])
 
 
-def manage_stage(txn: Transaction, *, kind: str, params: Mapping[str, Any]) -> None:
+def cherry_pick(ms: ManageSnapshots, p: Mapping[str, Any]) -> Any:
+    return ms.cherry_pick(p["snapshot_id"])
+
+
+def branch_create(ms: ManageSnapshots, p: Mapping[str, Any]) -> Any:
+    return ms.create_branch(p["name"], p.get("snapshot_id"), **_kw(p, *_BRANCH_RETENTION))
+
+
+def branch_replace(ms: ManageSnapshots, p: Mapping[str, Any]) -> Any:
+    return ms.replace_branch(p["name"], p["snapshot_id"])
+
+
+def branch_rename(ms: ManageSnapshots, p: Mapping[str, Any]) -> Any:
+    return ms.rename_branch(p["name"], p["new_name"])
+
+
+def branch_remove(ms: ManageSnapshots, p: Mapping[str, Any]) -> Any:
+    return ms.remove_branch(p["name"])
+
+
+def branch_fast_forward(ms: ManageSnapshots, p: Mapping[str, Any]) -> Any:
+    return ms.fast_forward(p["name"], p["to"])
+
+
+def tag_create(ms: ManageSnapshots, p: Mapping[str, Any]) -> Any:
+    return ms.create_tag(p["name"], p.get("snapshot_id"), **_kw(p, "max_ref_age_ms"))
+
+
+def tag_replace(ms: ManageSnapshots, p: Mapping[str, Any]) -> Any:
+    return ms.replace_tag(p["name"], p["snapshot_id"])
+
+
+def tag_remove(ms: ManageSnapshots, p: Mapping[str, Any]) -> Any:
+    return ms.remove_tag(p["name"])
+
+
+def ref_retention(ms: ManageSnapshots, p: Mapping[str, Any]) -> Any:
+    return ms.set_retention(p["name"], **_kw(p, *_BRANCH_RETENTION))
+
+
+def manage_stage(txn: Transaction, *, change: ManageChange, params: Mapping[str, Any]) -> None:
     """Stage a snapshot-management change into ``txn``: floe checks it as it is staged
     (an ancestor to roll back to, a branch that descends, a snapshot that can be
     cherry-picked …), so staging it on a transaction that is never committed checks a
     submission exactly as its run will."""
-    MANAGE_CHANGES[kind](txn.manage_snapshots(), params)
+    change(txn.manage_snapshots(), params)
 
 
 # --- schema, partition spec, sort order -----------------------------------------------------------

@@ -60,16 +60,13 @@ from explorer.catalogs import LOCAL_CATALOG, catalog_info
 from explorer.errors import TableChangedSinceDryRun, TaskParamsInvalid
 from explorer.models import TaskRun
 from explorer.tables import scan, selectors
-from explorer.tasks import forms, runners, sentences
+from explorer.tasks import changes, forms, runners, sentences
 from explorer.tasks.changes import (
     EVOLVE_OPS,
-    MANAGE_CHANGES,
+    ManageChange,
     compaction_engine,
-    compaction_preview,
-    delete_preview,
     evolve_stage,
     manage_stage,
-    schema_change_preview,
 )
 from explorer.tasks.forms import ActionForm
 from explorer.tasks.runners import Runner
@@ -319,8 +316,8 @@ def _p_rollback(r: _Reader, t: Table) -> None:
         raise TaskParamsInvalid("snapshot_id", "give either snapshot_id or timestamp_ms")
 
 
-def _staged(kind: str, parse: Callable[[_Reader, Table], None], key: str
-            ) -> Callable[[_Reader, Table], None]:
+def _staged(kind: str, parse: Callable[[_Reader, Table], None], key: str,
+            change: ManageChange) -> Callable[[_Reader, Table], None]:
     """The kind's checks, then its change staged as the run stages it, on a transaction
     that is never committed (an ancestor to roll back to, a descending branch, a snapshot
     that can be cherry-picked: floe checks them as it stages). ``key``: the parameter a
@@ -331,7 +328,8 @@ def _staged(kind: str, parse: Callable[[_Reader, Table], None], key: str
         about = key
         if kind == K.ROLLBACK and r.out.get("snapshot_id") is None:
             about = "timestamp_ms"
-        _floe_check(about, lambda: manage_stage(t.new_transaction(), kind=kind, params=r.out))
+        _floe_check(about, lambda: manage_stage(t.new_transaction(), change=change,
+                                                  params=r.out))
 
     return run
 
@@ -401,7 +399,7 @@ def _evolve_changes(r: _Reader) -> list[dict[str, Any]]:
     if not isinstance(raw, list) or not raw:
         raise TaskParamsInvalid("changes", "changes must be a non-empty list of changes, each "
                                            f"an object with an op: {', '.join(EVOLVE_OPS)}")
-    changes = []
+    wanted: list[dict[str, Any]] = []
     for i, change in enumerate(raw):
         where = f"changes[{i}]"
         if not isinstance(change, Mapping) or change.get("op") not in EVOLVE_OPS:
@@ -423,16 +421,16 @@ def _evolve_changes(r: _Reader) -> list[dict[str, Any]]:
             if value is not None and not isinstance(value, str | bool):
                 raise TaskParamsInvalid("changes", f"{where}: {name} must be a string or a "
                                                    "boolean")
-        changes.append(dict(change))
-    return changes
+        wanted.append(dict(change))
+    return wanted
 
 
 def _p_evolve(r: _Reader, t: Table) -> None:
-    changes = _evolve_changes(r)
+    wanted = _evolve_changes(r)
     allow = r.boolean("allow_incompatible")
-    r.out["changes"] = changes
+    r.out["changes"] = wanted
     try:  # staged on a transaction that is never committed: the same checks the run makes
-        evolve_stage(t.new_transaction(), changes=changes, allow_incompatible=allow)
+        evolve_stage(t.new_transaction(), changes=wanted, allow_incompatible=allow)
     except ValidationError as exc:
         raise _invalid("changes", exc) from None
 
@@ -588,45 +586,45 @@ class KindSpec:
         return str(K(self.kind).label)
 
 
-def _managed(kind: str, parse: Callable[[_Reader, Table], None], key: str, say: Sentence,
-             form: ActionForm) -> KindSpec:
+def _managed(kind: str, parse: Callable[[_Reader, Table], None], key: str,
+             change: ManageChange, say: Sentence, form: ActionForm) -> KindSpec:
     """A snapshot-management kind: validation stages its change on a transaction that is
     never committed (``key``: the parameter a refusal is about), its run commits it."""
-    assert kind in MANAGE_CHANGES, kind
-    return KindSpec(kind, _staged(kind, parse, key), runners.manage(kind), say, form)
+    return KindSpec(kind, _staged(kind, parse, key, change), runners.manage(change), say, form)
 
 
 #: The kinds, in the order a table's Actions page shows their forms.
 _DECLARED = (
     KindSpec(K.REFRESH_TABLE_STATS, None, runners.refresh_table_stats,
              sentences.refresh_table_stats, changes_table=False, table_scoped=False),
-    _managed(K.ROLLBACK, _p_rollback, "snapshot_id", sentences.rollback, forms.ROLLBACK),
-    _managed(K.SET_CURRENT, _p_snapshot, "snapshot_id", sentences.set_current,
-             forms.SET_CURRENT),
-    _managed(K.CHERRY_PICK, _p_snapshot, "snapshot_id", sentences.cherry_pick,
-             forms.CHERRY_PICK),
-    _managed(K.BRANCH_CREATE, _p_branch_create, "snapshot_id",
+    _managed(K.ROLLBACK, _p_rollback, "snapshot_id", changes.rollback,
+             sentences.rollback, forms.ROLLBACK),
+    _managed(K.SET_CURRENT, _p_snapshot, "snapshot_id", changes.set_current,
+             sentences.set_current, forms.SET_CURRENT),
+    _managed(K.CHERRY_PICK, _p_snapshot, "snapshot_id", changes.cherry_pick,
+             sentences.cherry_pick, forms.CHERRY_PICK),
+    _managed(K.BRANCH_CREATE, _p_branch_create, "snapshot_id", changes.branch_create,
              sentences.ref_moved("Created", "branch"), forms.BRANCH_CREATE),
-    _managed(K.TAG_CREATE, _p_tag_create, "snapshot_id", sentences.ref_moved("Created", "tag"),
-             forms.TAG_CREATE),
-    _managed(K.BRANCH_REPLACE, _p_ref_replace("branch"), "snapshot_id",
+    _managed(K.TAG_CREATE, _p_tag_create, "snapshot_id", changes.tag_create,
+             sentences.ref_moved("Created", "tag"), forms.TAG_CREATE),
+    _managed(K.BRANCH_REPLACE, _p_ref_replace("branch"), "snapshot_id", changes.branch_replace,
              sentences.ref_moved("Moved", "branch"), forms.BRANCH_REPLACE),
-    _managed(K.TAG_REPLACE, _p_ref_replace("tag"), "snapshot_id",
+    _managed(K.TAG_REPLACE, _p_ref_replace("tag"), "snapshot_id", changes.tag_replace,
              sentences.ref_moved("Moved", "tag"), forms.TAG_REPLACE),
-    _managed(K.BRANCH_FAST_FORWARD, _p_fast_forward, "to", sentences.branch_fast_forward,
-             forms.BRANCH_FAST_FORWARD),
-    _managed(K.BRANCH_RENAME, _p_branch_rename, "new_name", sentences.branch_rename,
-             forms.BRANCH_RENAME),
-    _managed(K.BRANCH_REMOVE, _p_ref_remove("branch"), "name", sentences.ref_removed("branch"),
-             forms.BRANCH_REMOVE),
-    _managed(K.TAG_REMOVE, _p_ref_remove("tag"), "name", sentences.ref_removed("tag"),
-             forms.TAG_REMOVE),
-    _managed(K.REF_RETENTION, _p_retention, "name", sentences.ref_retention,
-             forms.REF_RETENTION),
+    _managed(K.BRANCH_FAST_FORWARD, _p_fast_forward, "to", changes.branch_fast_forward,
+             sentences.branch_fast_forward, forms.BRANCH_FAST_FORWARD),
+    _managed(K.BRANCH_RENAME, _p_branch_rename, "new_name", changes.branch_rename,
+             sentences.branch_rename, forms.BRANCH_RENAME),
+    _managed(K.BRANCH_REMOVE, _p_ref_remove("branch"), "name", changes.branch_remove,
+             sentences.ref_removed("branch"), forms.BRANCH_REMOVE),
+    _managed(K.TAG_REMOVE, _p_ref_remove("tag"), "name", changes.tag_remove,
+             sentences.ref_removed("tag"), forms.TAG_REMOVE),
+    _managed(K.REF_RETENTION, _p_retention, "name", changes.ref_retention,
+             sentences.ref_retention, forms.REF_RETENTION),
     KindSpec(K.EVOLVE, _p_evolve, runners.evolve, sentences.evolve, forms.EVOLVE,
-             preview=schema_change_preview),
+             preview=changes.schema_change_preview),
     KindSpec(K.DELETE_ROWS, _p_delete, runners.delete_rows, sentences.delete_rows,
-             forms.DELETE_ROWS, preview=delete_preview, retry_on_conflict=True),
+             forms.DELETE_ROWS, preview=changes.delete_preview, retry_on_conflict=True),
     KindSpec(K.EXPORT, _p_export, runners.export, sentences.export, forms.EXPORT,
              changes_table=False, expensive_read=True),
     KindSpec(K.EXPIRE_DRY_RUN, _p_expire_dry_run, runners.expire_dry_run,
@@ -638,7 +636,7 @@ _DECLARED = (
     KindSpec(K.ORPHANS, None, runners.orphans_confirm, sentences.orphans,
              dry_run_of=K.ORPHANS_DRY_RUN),
     KindSpec(K.COMPACT, _p_compact, runners.compact_table, sentences.compact, forms.COMPACT,
-             preview=compaction_preview, retry_on_conflict=True),
+             preview=changes.compaction_preview, retry_on_conflict=True),
     KindSpec(K.REWRITE_MANIFESTS, _p_rewrite_manifests, runners.rewrite_table_manifests,
              sentences.rewrite_manifests, forms.REWRITE_MANIFESTS, retry_on_conflict=True),
     KindSpec(K.COMPUTE_PARTITION_STATS, _p_partition_stats,
@@ -648,7 +646,6 @@ _DECLARED = (
 KINDS: dict[str, KindSpec] = {s.kind: s for s in _DECLARED}
 assert len(KINDS) == len(_DECLARED) and set(KINDS) == set(K.values), \
     "every TaskRun.Kind needs exactly one KindSpec"
-assert set(MANAGE_CHANGES) <= set(KINDS), "every snapshot-management change is a kind"
 
 
 def action_forms() -> tuple[ActionForm, ...]:

@@ -29,6 +29,7 @@ from explorer.errors import TableChangedSinceDryRun
 from explorer.models import TaskRun
 from explorer.tables import selectors
 from explorer.tasks.changes import (
+    ManageChange,
     capped,
     compaction_engine,
     compaction_plan,
@@ -87,7 +88,7 @@ def refresh_table_stats(ctx: RunContext) -> dict[str, Any]:
 # --- snapshot management and refs ---------------------------------------------------------------
 
 
-def manage(kind: str) -> Runner:
+def manage(change: ManageChange) -> Runner:
     """A ManageSnapshots change (the one validation staged too) committed behind the cancel
     guard."""
 
@@ -95,7 +96,7 @@ def manage(kind: str) -> Runner:
         table = _table(ctx)
         ctx.report("committing")
         txn = table.new_transaction()
-        manage_stage(txn, kind=kind, params=ctx.params)
+        manage_stage(txn, change=change, params=ctx.params)
         ctx.commit(txn)
         return {**_state(table), "refs": {name: ref.snapshot_id
                                           for name, ref in table.metadata.refs.items()}}
