@@ -103,7 +103,8 @@ class TaskRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
                    responses={200: OpenApiTypes.OBJECT})
     @action(detail=False, methods=["post"])
     def preview(self, request: Request) -> Response:
-        """What a submission of kind evolve, delete_rows or compact would do; nothing queued."""
+        """What a submission of kind evolve, delete_rows, compact, rewrite_manifests or
+        compute_partition_stats would do; nothing queued."""
         form = serializers.TaskRunCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         return Response(task_services.task_preview(

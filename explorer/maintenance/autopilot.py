@@ -26,7 +26,7 @@ from django.utils import timezone
 from explorer.maintenance.policies import Decision, policies_preview
 from explorer.models import MaintenancePolicy, TaskRun
 from explorer.tables import selectors
-from explorer.tasks import changes, services
+from explorer.tasks import services
 from explorer.tasks import kinds as task_kinds
 
 __all__ = ["TickResult", "in_window", "policies_tick", "policy_follow_up"]
@@ -76,24 +76,19 @@ def _task_params(policy: MaintenancePolicy, d: Decision, now: dt.datetime) -> di
     return params
 
 
-#: The preview a policy's run records first, by action (from the parameters it will run).
-_PREVIEWS = {A.COMPACT: changes.compaction_preview,
-             A.REWRITE_MANIFESTS: changes.manifests_rewrite_preview,
-             A.PARTITION_STATS: changes.partition_stats_preview}
-
-
 def _plan(policy: MaintenancePolicy, d: Decision, params: dict[str, Any]) -> dict[str, Any]:
     """What the policy records before its run: why, and the preview of its plan: for a
     compaction the file groups, input and expected output, as the Actions page previews it;
     for a manifest rewrite the manifests before and after (its dry run); for partition
     statistics the snapshot, whether it has a file already, and the manifests it would read.
-    (An expiry's or orphan removal's plan is its dry run.)"""
+    These are the previews the kinds declare (the Actions page's); an expiry's or orphan
+    removal's plan is its dry run."""
     plan: dict[str, Any] = {"policy": policy.name, "reason": d.reason}
-    preview = _PREVIEWS.get(A(policy.action))
-    if preview is not None:
+    spec = task_kinds.KINDS[_FIRST_KIND[policy.action]]
+    if spec.preview is not None:
         table = selectors.table_load(catalog=d.catalog, namespace=d.namespace, name=d.table)
-        validated = task_kinds.params_validate(kind=_FIRST_KIND[policy.action], params=params)
-        plan["preview"] = preview(table=table, params=validated.params)
+        validated = task_kinds.params_validate(kind=spec.kind, params=params)
+        plan["preview"] = spec.preview(table=table, params=validated.params)
     return plan
 
 

@@ -1,7 +1,8 @@
 """Previews of changes, before they are queued: what a schema / partition / sort-order change
 makes of the table (with the compatibility verdict), which files a delete removes or rewrites
 and how many rows it deletes (an estimate), which file groups a compaction rewrites and on
-which engine. Nothing is written.
+which engine, which manifests a rewrite replaces and how many it writes (its dry run), what a
+compute of partition statistics would read. Nothing is written.
 
 Each preview takes the :class:`floe.table.Table` of
 :func:`explorer.tables.selectors.table_load` and the task's validated parameters
@@ -21,6 +22,8 @@ from explorer.units import size_text
 from floe.cli.evolve import CHANGES as EVOLVE_CHANGES
 from floe.errors import ValidationError
 from floe.maintenance.compaction_plan import CompactionPlan, plan_compaction
+from floe.maintenance.partition_stats import plan_partition_stats
+from floe.maintenance.rewrite_manifests import rewrite_manifests
 from floe.table import Table
 from floe.table.row_level import plan_delete
 from floe.table.transaction import Transaction
@@ -52,6 +55,9 @@ __all__ = [
     "compaction_preview",
     "compaction_engine",
     "spark_compaction_available",
+    "manifests_rewrite_args",
+    "manifests_rewrite_preview",
+    "partition_stats_preview",
 ]
 
 #: Paths listed at most in a preview or a task result (the counts are always complete).
@@ -339,8 +345,6 @@ def manifests_rewrite_args(params: Mapping[str, Any]) -> dict[str, Any]:
 def manifests_rewrite_preview(*, table: Table, params: Mapping[str, Any]) -> dict[str, Any]:
     """The manifests a rewrite would replace and how many it would write in their place
     (manifests before and after, the entries it would cluster): the rewrite's dry run."""
-    from floe.maintenance.rewrite_manifests import rewrite_manifests
-
     args = manifests_rewrite_args(params)
     r = rewrite_manifests(table, **args, dry_run=True)
     added = sum(r.planned.values())
@@ -361,8 +365,6 @@ def partition_stats_preview(*, table: Table, params: Mapping[str, Any]) -> dict[
     """Which snapshot a compute of partition statistics is for, whether it has a statistics
     file already (then nothing is done), else the ancestor's file it would start from and
     how many manifests (and the data and delete files they list) it would read."""
-    from floe.maintenance.partition_stats import plan_partition_stats
-
     plan = plan_partition_stats(table, params.get("snapshot_id")).to_json()
     return {"metadata_location": table.metadata_location, **plan,
             "stats_file_exists": plan["existing_file"] is not None}

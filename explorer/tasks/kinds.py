@@ -638,10 +638,12 @@ _DECLARED = (
     KindSpec(K.COMPACT, _p_compact, runners.compact_table, sentences.compact, forms.COMPACT,
              preview=changes.compaction_preview, retry_on_conflict=True),
     KindSpec(K.REWRITE_MANIFESTS, _p_rewrite_manifests, runners.rewrite_table_manifests,
-             sentences.rewrite_manifests, forms.REWRITE_MANIFESTS, retry_on_conflict=True),
+             sentences.rewrite_manifests, forms.REWRITE_MANIFESTS,
+             preview=changes.manifests_rewrite_preview, retry_on_conflict=True),
     KindSpec(K.COMPUTE_PARTITION_STATS, _p_partition_stats,
              runners.compute_table_partition_stats, sentences.compute_partition_stats,
-             forms.COMPUTE_PARTITION_STATS, retry_on_conflict=True),
+             forms.COMPUTE_PARTITION_STATS, preview=changes.partition_stats_preview,
+             retry_on_conflict=True),
 )
 KINDS: dict[str, KindSpec] = {s.kind: s for s in _DECLARED}
 assert len(KINDS) == len(_DECLARED) and set(KINDS) == set(K.values), \

@@ -126,8 +126,9 @@ def task_retry(*, task_run_id: int, user: Any, via: str = "session") -> TaskRun:
 def task_preview(*, kind: Any, params: Any, user: Any, identity: str) -> dict[str, Any]:
     """The preview of a submission (same parameters, nothing queued): for ``evolve`` the new
     schema / spec / sort order with the compatibility verdict, for ``delete_rows`` the files
-    and an estimated row count, for ``compact`` the file groups and the engine. Expire and
-    orphan removal preview with their dry-run tasks. Needs read access; rate limited."""
+    and an estimated row count, for ``compact`` the file groups and the engine, for
+    ``rewrite_manifests`` the manifests before and after, for ``compute_partition_stats``
+    the manifests it would read. Expire and orphan removal preview with their dry-run tasks. Needs read access; rate limited."""
     spec = task_kinds.kind_get(kind)
     if spec.preview is None:
         previews = ", ".join(k for k, s in task_kinds.KINDS.items() if s.preview is not None)

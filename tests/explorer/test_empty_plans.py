@@ -16,6 +16,7 @@ from django.test import Client
 
 from explorer.models import TaskRun
 from floe.maintenance.compaction import compact
+from floe.maintenance.partition_stats import compute_partition_stats
 from tests.explorer.tasks_support import client_for, load, make_table, user_with
 
 pytestmark = pytest.mark.django_db
@@ -110,3 +111,24 @@ def test_a_dry_run_with_work_keeps_its_confirm(lake: Path, mia: Client, eager: A
     assert dry.result["nothing_to_do"] is False
     page = mia.get(f"/tasks/{dry.pk}/").content
     assert b'id="confirm-form"' in page and b'id="plan-empty"' not in page
+
+
+def test_manifest_rewrite_and_partition_stats_previews_say_what_the_run_will_do(
+        lake: Path, mia: Client) -> None:
+    """The Actions page previews a manifest rewrite (its dry run: three manifests of three
+    appends into one) and a compute of partition statistics (the manifests it reads; once
+    computed, that there is nothing to do); nothing is queued or written."""
+    before = sorted(p.name for p in (lake / "ns" / "events" / "metadata").iterdir())
+    page = mia.post(T + "actions/run/", {"kind": "rewrite_manifests", "op": "preview"})
+    assert page.status_code == 200
+    assert 'id="preview-manifests">3 → 1<' in page.content.decode()
+    assert 'id="preview-rewritten">3<' in page.content.decode()
+    stats = mia.post(T + "actions/run/", {"kind": "compute_partition_stats", "op": "preview"})
+    assert 'id="preview-manifests">3<' in stats.content.decode()
+    assert "listing 9 files (every manifest of the snapshot)" in html.unescape(
+        re.sub(r"<[^>]+>", "", stats.content.decode()))
+    assert sorted(p.name for p in (lake / "ns" / "events" / "metadata").iterdir()) == before
+    assert not TaskRun.objects.exists()
+    compute_partition_stats(load(lake, "ns"))
+    again = mia.post(T + "actions/run/", {"kind": "compute_partition_stats", "op": "preview"})
+    assert "has partition statistics already" in text(again.content, "preview-note")
