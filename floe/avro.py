@@ -16,6 +16,14 @@ regular expression match per record (:class:`_LazyRun`): in a manifest of 100k e
 statistics that is a third less decoding time than skipping them one by one in Python.
 
 Writing delegates to fastavro, which passes raw values of logical types through unchanged.
+
+The bytes are anyone's (a bucket is writable by more than floe): every count, length and size
+is checked against the bytes left before it is used, so a hostile file raises
+:class:`~floe.errors.MetadataError` instead of looping, going backwards or allocating what its
+size does not pay for. Every item of Iceberg metadata takes at least one byte; Avro allows
+zero-byte items (``null``, an empty record), and floe refuses more of them in a block than
+there are bytes left, which is what bounds a count of 2^62. Deflate blocks inflate to at most
+:data:`MAX_INFLATE_RATIO` times the file's size (and :data:`MIN_INFLATE_LIMIT` at least).
 """
 
 from __future__ import annotations
@@ -35,10 +43,14 @@ from floe.errors import MetadataError
 
 __all__ = ["AvroFile", "LazyIntMap", "read_avro", "write_avro", "MAGIC", "AvroTruncated",
            "AvroCorrupt", "read_header", "read_long", "container_blocks",
-           "decompress_block"]
+           "decompress_block", "inflate"]
 
 MAGIC = b"Obj\x01"
 _SYNC_SIZE = 16
+#: How much a compressed file may grow when inflated: real manifests compress 3-10x; a
+#: deflate bomb reaches 1000x.
+MAX_INFLATE_RATIO = 100
+MIN_INFLATE_LIMIT = 64 << 20
 _PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
 
 
@@ -78,10 +90,13 @@ _VARINT_RUNS: dict[int, re.Pattern[bytes]] = {}
 
 
 def _skip_varints(buf: bytes, pos: int, count: int) -> int:
+    if count > len(buf) - pos:  # each varint takes a byte at least
+        raise AvroTruncated()
     pattern = _VARINT_RUNS.get(count)
     if pattern is None:
         pattern = re.compile(rb"(?:[\x80-\xff]{0,9}[\x00-\x7f]){%d}" % count, re.DOTALL)
-        _VARINT_RUNS[count] = pattern
+        if len(_VARINT_RUNS) < 1024:
+            _VARINT_RUNS[count] = pattern
     m = pattern.match(buf, pos)
     if m is None:
         raise AvroTruncated()
@@ -148,6 +163,8 @@ def _decode_bytes_map(raw: bytes) -> dict[int, bytes]:
 
 def _skip_bytes_entries(buf: bytes, pos: int, count: int) -> int:
     """Past ``count`` ``(long key, bytes value)`` map entries."""
+    if count > len(buf) - pos:
+        raise AvroTruncated()
     for _ in range(count):
         while buf[pos] & 0x80:  # the key
             pos += 1
@@ -180,7 +197,11 @@ class LazyMap(Mapping[int, Any]):
     def _decoded(self) -> dict[int, Any]:
         m = self._map
         if m is None:
-            m = self._map = type(self)._decode(self._raw)
+            try:
+                m = self._map = type(self)._decode(self._raw)
+            except (AvroTruncated, AvroCorrupt, IndexError) as e:  # checked when skipped
+                raise MetadataError("<a manifest's statistics map>",
+                                    f"not a valid Avro map: {e!r}") from None
         return m
 
     @property
@@ -311,6 +332,8 @@ class _DecoderBuilder:
             self.emit(ind, f"pos += {n}")
         elif kind == "fixed":
             size = int(schema["size"])
+            if size < 0:
+                raise AvroCorrupt(f"fixed type of negative size {size}")
             self.emit(ind, f"{target} = buf[pos:pos + {size}]")
             self.emit(ind, f"pos += {size}")
         elif kind == "enum":
@@ -318,6 +341,8 @@ class _DecoderBuilder:
             self.consts[symbols] = tuple(schema["symbols"])
             i = self.var("i")
             self.long(i, ind)
+            self.emit(ind, f"if not 0 <= {i} < {len(schema['symbols'])}:")
+            self.emit(ind + 1, f"raise AvroCorrupt('bad enum index ' + str({i}))")
             self.emit(ind, f"{target} = {symbols}[{i}]")
         elif kind in ("record", "error"):
             self.record(schema["fields"], target, ind, namespace)
@@ -371,6 +396,7 @@ class _DecoderBuilder:
         self.emit(ind + 1, f"if {n} < 0:")
         self.emit(ind + 2, f"{n} = -{n}")
         self.long(self.var("size"), ind + 2)
+        self.emit(ind + 1, f"if {n} > len(buf) - pos: raise AvroTruncated()")
         self.emit(ind + 1, f"for _ in range({n}):")
         item(ind + 2, target)
         self.long(n, ind + 1)
@@ -384,11 +410,11 @@ class _DecoderBuilder:
         self.long(n, ind)
         self.emit(ind, f"while {n}:")
         self.emit(ind + 1, f"if {n} < 0:")
-        size = self.var("size")
-        self.long(size, ind + 2)
-        self.emit(ind + 2, f"pos += {size}")
-        self.emit(ind + 1, "else:")
-        self.emit(ind + 2, "pos = " + skip.format(n=n))
+        # the block's size in bytes: its entries are still skipped one by one, so that what
+        # the map decodes later has been checked now
+        self.emit(ind + 2, f"{n} = -{n}")
+        self.long(self.var("size"), ind + 2)
+        self.emit(ind + 1, "pos = " + skip.format(n=n))
         self.long(n, ind + 1)
         self.emit(ind, f"{target} = {cls}(buf[{start}:pos])")
 
@@ -576,6 +602,7 @@ def compile_decoder(schema: Any, lazy: frozenset[str] = frozenset()) -> Callable
     source = "def decode(buf, pos, count, append):\n" + "\n".join(b.lines) + "\n"
     namespace: dict[str, Any] = {
         "_varint_tail": _varint_tail, "_skip_varints": _skip_varints, "AvroCorrupt": AvroCorrupt,
+        "AvroTruncated": AvroTruncated,
         "LazyIntMap": LazyIntMap, "LazyBytesMap": LazyBytesMap,
         "_skip_bytes_entries": _skip_bytes_entries,
         "_unpack_float": struct.Struct("<f").unpack_from,
@@ -612,11 +639,17 @@ def read_header(buf: bytes) -> tuple[dict[str, bytes], bytes, int]:
         if n < 0:
             n = -n
             _, pos = read_long(buf, pos)
+        if n > len(buf) - pos:
+            raise AvroTruncated()
         for _ in range(n):
             klen, pos = read_long(buf, pos)
+            if klen < 0:
+                raise AvroCorrupt("negative length in the header")
             key = buf[pos:pos + klen].decode()
             pos += klen
             vlen, pos = read_long(buf, pos)
+            if vlen < 0:
+                raise AvroCorrupt("negative length in the header")
             meta[key] = buf[pos:pos + vlen]
             pos += vlen
         n, pos = read_long(buf, pos)
@@ -635,6 +668,12 @@ def container_blocks(data: bytes, decompress: bool = True
     ``decompress`` the blocks are as stored (:func:`decompress_block` them)."""
     meta, sync, pos = read_header(data)
     codec = (meta.get("avro.codec") or b"null").decode()
+    budget = [max(MIN_INFLATE_LIMIT, MAX_INFLATE_RATIO * len(data))]
+
+    def inflate(raw: bytes) -> bytes:
+        out = decompress_block(codec, raw, budget[0])
+        budget[0] -= len(out)
+        return out
 
     def blocks(pos: int) -> Iterator[tuple[int, bytes, int]]:
         end = len(data)
@@ -649,24 +688,44 @@ def container_blocks(data: bytes, decompress: bool = True
             if data[block_end:block_end + _SYNC_SIZE] != sync:
                 raise AvroCorrupt(f"sync marker mismatch after the block at byte {pos}")
             raw = data[pos:block_end]
-            yield count, decompress_block(codec, raw) if decompress else raw, pos
+            yield count, inflate(raw) if decompress else raw, pos
             pos = block_end + _SYNC_SIZE
 
     return meta, blocks(pos)
 
 
-def decompress_block(codec: str, data: bytes) -> bytes:
+def inflate(data: bytes, wbits: int, limit: int) -> bytes:
+    """zlib / deflate / gzip (by ``wbits``) ``data``, refused (:class:`AvroCorrupt`) when it
+    inflates to more than ``limit`` bytes: a bomb stops at the limit instead of filling the
+    memory."""
+    d = zlib.decompressobj(wbits)
+    out = d.decompress(data, limit)
+    if d.unconsumed_tail or d.flush():
+        raise AvroCorrupt(f"inflates to more than {limit} bytes")
+    if not d.eof:
+        raise AvroCorrupt("incomplete or truncated compressed stream")
+    return out
+
+
+def decompress_block(codec: str, data: bytes, limit: int = MIN_INFLATE_LIMIT) -> bytes:
     if codec == "null":
         return data
     if codec == "deflate":
-        return zlib.decompress(data, -15)
+        return inflate(data, -15, limit)
     if codec in ("zstandard", "snappy", "bzip2", "xz", "lz4"):
         # rare for metadata; fastavro knows how when the optional libraries are installed
+        # (their output is checked against the limit only once inflated)
         from fastavro.read import BLOCK_READERS
 
         reader = BLOCK_READERS.get(codec)
         if reader is not None:
-            return reader(io.BytesIO(data)).getvalue()
+            try:
+                out: bytes = reader(io.BytesIO(data)).getvalue()
+            except Exception as e:  # each library has its own error classes
+                raise AvroCorrupt(f"cannot decompress a {codec} block: {e}") from None
+            if len(out) > limit:
+                raise AvroCorrupt(f"inflates to more than {limit} bytes")
+            return out
     raise AvroCorrupt(f"unsupported Avro codec {codec!r}")
 
 
@@ -692,13 +751,20 @@ def _read_avro(data: bytes, location: str, lazy: frozenset[str]) -> AvroFile:
         records: list[Any] = []
         append = records.append
         for count, block, _ in blocks:
+            if count > len(block):  # see the module docstring: zero-byte records
+                raise AvroCorrupt(f"a block of {len(block)} bytes cannot hold {count} records")
             if decode(block, 0, count, append) > len(block):
                 raise AvroTruncated()
     except (AvroTruncated, IndexError, struct.error):
         raise MetadataError(location, "truncated Avro file (ends in the middle of a block)")\
             from None
-    except (AvroCorrupt, zlib.error, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+    except (AvroCorrupt, zlib.error, UnicodeDecodeError, ValueError, KeyError, TypeError,
+            AttributeError) as e:
         raise MetadataError(location, f"not a valid Avro file: {e}") from None
+    except (RecursionError, SyntaxError, MemoryError):
+        # a schema nested deeper than Python compiles or parses (json.loads, the decoder)
+        raise MetadataError(location, "not a valid Avro file: the schema nests too deeply")\
+            from None
     return AvroFile(metadata, schema, records)
 
 

@@ -228,8 +228,11 @@ class ManifestLists:
             raise MetadataError(location, "truncated Avro file (ends in the middle of a block)")\
                 from None
         except (AvroCorrupt, zlib.error, UnicodeDecodeError, ValueError, KeyError,
-                TypeError) as e:
+                TypeError, AttributeError) as e:
             raise MetadataError(location, f"not a valid manifest list: {e}") from None
+        except (RecursionError, SyntaxError, MemoryError):
+            raise MetadataError(location, "not a valid manifest list: the schema nests too "
+                                "deeply") from None
 
     def _schema(self, raw: bytes) -> tuple[int, Any, Callable[..., int]] | None:
         if raw not in self._schemas:
@@ -267,6 +270,8 @@ class ManifestLists:
                 self.reused_records += len(cached)
                 continue
             block = decompress_block(codec, raw)
+            if count > len(block):  # floe.avro: no more records than bytes
+                raise AvroCorrupt(f"a block of {len(block)} bytes cannot hold {count} records")
             first = len(items)
             p = 0
             for _ in range(count):

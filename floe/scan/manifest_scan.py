@@ -125,7 +125,7 @@ class ManifestScanner:
         try:
             return self._scan(data, manifest)
         except (AvroTruncated, AvroCorrupt, IndexError, struct.error, zlib.error, ValueError,
-                KeyError, TypeError, UnicodeDecodeError):
+                KeyError, TypeError, UnicodeDecodeError, AttributeError, RecursionError):
             return None  # the decoder will say what is wrong with it
 
     def _scan(self, data: bytes, manifest: ManifestFile) -> list[str] | None:
