@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from floe.avro import MAX_INFLATE_RATIO, MIN_INFLATE_LIMIT, AvroCorrupt, inflate
 from floe.clock import now_ms
 from floe.errors import FloeError, MetadataError, UnsupportedFormatVersion, ValidationError
 from floe.partitioning import PARTITION_FIELD_ID_START, PartitionField, PartitionSpec
@@ -271,9 +272,10 @@ def _array(o: Mapping[str, Any], key: str) -> list[Any]:
 
 def _decode(data: bytes, location: str) -> Any:
     if data[:2] == _GZIP_MAGIC:
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as e:
+        try:  # bounded: a gzip bomb stops at the limit (floe.avro.inflate)
+            data = inflate(data, 16 + zlib.MAX_WBITS,
+                           max(MIN_INFLATE_LIMIT, MAX_INFLATE_RATIO * len(data)))
+        except (AvroCorrupt, zlib.error) as e:
             raise MetadataError(location, f"cannot decompress gzip metadata: {e}") from None
     try:
         text = data.decode("utf-8")
@@ -287,6 +289,8 @@ def _decode(data: bytes, location: str) -> Any:
         raise MetadataError(
             location, f"malformed JSON at line {e.lineno} column {e.colno}: {e.msg}"
         ) from None
+    except ValueError as e:  # a number of more digits than Python converts
+        raise MetadataError(location, f"malformed JSON: {e}") from None
     except RecursionError:
         raise MetadataError(location, "malformed JSON: nested too deeply") from None
 
