@@ -273,7 +273,23 @@ def _file_batches(io: Any, path: str, fmt: str, md: TableMetadata | None,
 
     ``byte_range`` (start, length) reads only the Parquet row groups that start inside it
     (Java: a split owns the row groups whose first byte it holds); ``first_row[0]`` is set to
-    the file position of the first row read."""
+    the file position of the first row read.
+
+    A file that is damaged (anyone can write into a bucket) raises :class:`FloeError` naming
+    it, whatever the format library raised."""
+    try:
+        yield from _format_batches(io, path, fmt, md, read_schema, constants, batch_size, what,
+                                   byte_range, first_row)
+    except (pa.ArrowException, OSError, EOFError) as e:
+        if isinstance(e, FileNotFoundError):
+            raise
+        raise FloeError(f"{path}: cannot read {what}: {e}") from None
+
+
+def _format_batches(io: Any, path: str, fmt: str, md: TableMetadata | None,
+                    read_schema: Schema, constants: dict[int, Any], batch_size: int,
+                    what: str, byte_range: tuple[int, int] | None,
+                    first_row: list[int] | None) -> Iterator[pa.RecordBatch]:
     if fmt == "PARQUET":
         with _open(io, path, what) as fh:
             yield from _parquet_batches(fh, path, md, read_schema, constants, batch_size, what,
@@ -363,10 +379,12 @@ def _avro_batches(io: Any, path: str, read_schema: Schema, constants: dict[int, 
     import fastavro
 
     with _open(io, path, what) as fh:
-        reader = fastavro.reader(fh)
-        wschema = reader.writer_schema
-        assert isinstance(wschema, dict)
-        names = {f.get("field-id"): f["name"] for f in wschema.get("fields", [])}
+        records = _fastavro_records(fastavro.reader, fh, path, what)
+        wschema = next(records)
+        if not isinstance(wschema, dict) or not isinstance(wschema.get("fields", []), list):
+            raise FloeError(f"{path}: cannot read {what}: its Avro schema is not a record")
+        names = {f.get("field-id"): f["name"] for f in wschema.get("fields", [])
+                 if isinstance(f, dict) and "name" in f}
         if None in names and len(names) == 1:
             raise ValidationError(f"{path}: the Avro data file has no field ids")
         target = schema_to_arrow(read_schema)
@@ -383,14 +401,28 @@ def _avro_batches(io: Any, path: str, read_schema: Schema, constants: dict[int, 
                     arrays.append(pa.array(vals, type=af.type))
             return pa.RecordBatch.from_arrays(arrays, schema=target)
 
-        for rec in reader:
-            assert isinstance(rec, dict)
+        for rec in records:
+            if not isinstance(rec, dict):
+                raise FloeError(f"{path}: cannot read {what}: a record is not a record")
             rows.append(rec)
             if len(rows) >= batch_size:
                 yield flush()
                 rows = []
         if rows:
             yield flush()
+
+
+def _fastavro_records(reader: Any, fh: Any, path: str, what: str) -> Iterator[Any]:
+    """The writer schema, then the records of an Avro file read by fastavro; whatever fastavro
+    raises on a damaged file (it has no error class of its own: EOFError, ValueError,
+    IndexError, UnicodeDecodeError, even SystemError...) becomes a :class:`FloeError`."""
+    try:
+        r = reader(fh)
+        yield r.writer_schema
+        yield from r
+    except Exception as e:
+        raise FloeError(f"{path}: cannot read {what}: not a valid Avro file: "
+                        f"{type(e).__name__}: {e}") from None
 
 
 def _avro_value(v: Any) -> Any:
@@ -484,6 +516,8 @@ def _deletion_vector(io: Any, d: DeleteFile, data_path: str) -> pa.Array:
         return pa.array([], pa.int64())
     if df.content_offset is None or df.content_size_in_bytes is None:
         raise UnsupportedDeletes(f"{d.path}: deletion vector without content offset and size")
+    if df.content_offset < 0 or df.content_size_in_bytes < 0:
+        raise UnsupportedDeletes(f"{d.path}: deletion vector at a negative offset or size")
     try:
         with io.open(d.path) as fh:
             fh.seek(df.content_offset)
@@ -495,16 +529,35 @@ def _deletion_vector(io: Any, d: DeleteFile, data_path: str) -> pa.Array:
         raise UnsupportedDeletes(f"{d.path}: not a deletion-vector-v1 blob at offset "
                                  f"{df.content_offset}")
     (length,) = struct.unpack(">I", blob[:4])
+    if 8 + length > len(blob):
+        raise UnsupportedDeletes(f"{d.path}: deletion vector longer than its blob")
     body = blob[4:4 + length]
     (crc,) = struct.unpack(">I", blob[4 + length:8 + length])
     if zlib.crc32(body) != crc:
         raise UnsupportedDeletes(f"{d.path}: deletion vector checksum mismatch")
-    return roaring64_positions(body[4:])
+    try:
+        return roaring64_positions(body[4:], limit=df.record_count)
+    except UnsupportedDeletes as e:
+        raise UnsupportedDeletes(f"{d.path}: {e}") from None
 
 
-def roaring64_positions(data: bytes) -> pa.Array:
-    """The values of a 64-bit Roaring bitmap in the portable format, sorted (int64)."""
+def roaring64_positions(data: bytes, limit: int | None = None) -> pa.Array:
+    """The values of a 64-bit Roaring bitmap in the portable format, sorted (int64).
+
+    A damaged bitmap raises :class:`UnsupportedDeletes`; so does one holding more than
+    ``limit`` values (a deletion vector's cardinality is its delete file's record count), which
+    bounds what a hostile run container can make floe allocate."""
+    try:
+        return pa.array(_roaring64(data, limit), pa.int64())
+    except (struct.error, IndexError, ValueError, OverflowError):  # ArrowInvalid too
+        raise UnsupportedDeletes("deletion vector: not a portable Roaring bitmap (truncated "
+                                 "or damaged)") from None
+
+
+def _roaring64(data: bytes, limit: int | None) -> list[int]:
     (count,) = struct.unpack_from("<Q", data, 0)
+    if count > len(data):  # each bitmap takes 8 bytes at least
+        raise UnsupportedDeletes("deletion vector: more bitmaps than bytes")
     off = 8
     values: list[int] = []
     for _ in range(count):
@@ -512,7 +565,9 @@ def roaring64_positions(data: bytes) -> pa.Array:
         low, off = _roaring32(data, off + 4)
         base = high << 32
         values += [base | v for v in low] if base else low
-    return pa.array(values, pa.int64())
+        if limit is not None and len(values) > limit:
+            raise UnsupportedDeletes(f"deletion vector: more than its {limit} positions")
+    return values
 
 
 def _u16(data: bytes, off: int, count: int) -> list[int]:
@@ -549,11 +604,19 @@ def _roaring32(data: bytes, off: int) -> tuple[list[int], int]:
             (runs,) = struct.unpack_from("<H", data, off)
             pairs = _u16(data, off + 2, 2 * runs)
             off += 2 + 4 * runs
+            end = -1
             for k in range(runs):
+                # runs sorted and disjoint inside the container: at most 2^16 values
+                if pairs[2 * k] <= end or pairs[2 * k] + pairs[2 * k + 1] > 0xFFFF:
+                    raise UnsupportedDeletes("deletion vector: overlapping or overflowing "
+                                             "runs")
+                end = pairs[2 * k] + pairs[2 * k + 1]
                 start = key | pairs[2 * k]
                 out.extend(range(start, start + pairs[2 * k + 1] + 1))
         elif card > 4096:
             words = data[off:off + 8192]
+            if len(words) < 8192:
+                raise IndexError("truncated bitmap container")
             off += 8192
             out.extend(key | (j * 8 + b) for j, byte in enumerate(words) if byte
                        for b in range(8) if byte >> b & 1)
