@@ -269,12 +269,17 @@ def read_partition_stats(io: FileIO, md: TableMetadata, stats_file: PartitionSta
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         raise NotFound(f"{path}: partition statistics file does not exist") from None
     try:
-        if path.endswith(".avro"):
-            records = _avro_rows(raw)
-        else:
-            records = _parquet_rows(raw)
-    except (pa.ArrowException, OSError, ValueError, KeyError, TypeError) as e:
-        raise FloeError(f"{path}: not a readable partition statistics file: {e}") from None
+        return _stats_rows(_avro_rows(raw) if path.endswith(".avro") else _parquet_rows(raw),
+                           unified)
+    except FloeError:
+        raise
+    except Exception as e:  # noqa: BLE001 - anyone's bytes through pyarrow and fastavro,
+        # whose errors on a damaged file are many (fastavro has no class of its own)
+        raise FloeError(f"{path}: not a readable partition statistics file: "
+                        f"{type(e).__name__}: {e}") from None
+
+
+def _stats_rows(records: list[dict[int, Any]], unified: StructType) -> list[PartitionStatsRow]:
     out = []
     for rec in records:
         part = rec.get(1) or {}
