@@ -329,7 +329,10 @@ class _Parser:
                 return DoubleLiteral(float(text))
             if "." in text:
                 return DecimalLiteral(Decimal(text))
-            return LongLiteral(int(text))
+            try:
+                return LongLiteral(int(text))
+            except ValueError:  # more digits than Python converts (4300)
+                raise _error(self.text, tok.pos, "number too long") from None
         if tok.kind == "kw" and tok.value in ("TRUE", "FALSE"):
             self.i += 1
             return BooleanLiteral(tok.value == "TRUE")
