@@ -66,6 +66,12 @@ class CommitConflict(FloeError):
     """Another writer changed the table first; the commit may be retried."""
 
 
+class CommitNotApplied(FloeError):
+    """The catalog certainly did not take the commit (its database refused the write, the
+    metadata file could not be stored): nothing was published, and the files written for
+    it are deleted. Not retried: the cause (a read-only database, a full disk) stays."""
+
+
 class OutcomeUnknown(FloeError):
     """A write whose answer was lost (a timeout, a dropped connection, a server that failed
     mid-request): it may or may not have happened."""

@@ -34,6 +34,7 @@ from floe.catalog.base import (
 )
 from floe.errors import (
     CommitConflict,
+    CommitNotApplied,
     CommitStateUnknown,
     FloeError,
     NotFound,
@@ -425,7 +426,7 @@ class FileSystemCatalog(Catalog):
         except OSError as e:
             # The link is atomic: either our complete file is there or it is not.
             if not self._published(target, data):
-                raise FloeError(f"table {ident}: could not publish {target}: {e}") from e
+                raise CommitNotApplied(f"table {ident}: could not publish {target}: {e}") from e
         try:
             self.io.write(version_hint_location(table_location), str(version).encode(),
                           overwrite=True)

@@ -63,8 +63,8 @@ from floe.catalog.base import (
 )
 from floe.errors import (
     CommitConflict,
+    CommitNotApplied,
     CommitStateUnknown,
-    FloeError,
     NotFound,
     ValidationError,
 )
@@ -322,7 +322,8 @@ class SqlPointers:
                         f"{what}: the database connection failed during the update, its "
                         f"outcome is unknown: {e.orig}"
                     ) from e
-                raise FloeError(f"{what} failed: {e.orig}") from e
+                raise CommitNotApplied(
+                    f"catalog {self.catalog_name!r}: {what} failed: {e.orig}") from e
             try:
                 trans.commit()
             except IntegrityError:
@@ -484,7 +485,8 @@ class SqlPointers:
                     raise CommitStateUnknown(
                         f"{what}: the database connection failed during the update, its "
                         f"outcome is unknown: {e.orig}") from e
-                raise FloeError(f"{what} failed: {e.orig}") from e
+                raise CommitNotApplied(
+                    f"catalog {self.catalog_name!r}: {what} failed: {e.orig}") from e
             if failed is not None:
                 with contextlib.suppress(DBAPIError):
                     trans.rollback()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from floe.errors import CommitConflict, CommitStateUnknown, ValidationError
+from floe.errors import CommitConflict, CommitNotApplied, CommitStateUnknown, ValidationError
 from floe.manifest import DataFile
 from floe.metadata import TableMetadata
 from floe.partitioning import PartitionSpec
@@ -412,8 +412,8 @@ class Transaction:
                 except CommitStateUnknown:
                     outcome_known = False
                     raise
-                except ValidationError:
-                    raise  # the catalog refused before publishing anything
+                except (ValidationError, CommitNotApplied):
+                    raise  # the catalog refused, or failed, before publishing anything
                 except Exception:
                     outcome_known = False  # the swap failed in an unexpected way
                     raise
