@@ -1,7 +1,8 @@
 """Every API error as one JSON shape (explorer.errors): ``error`` names what went wrong,
 ``detail`` says it in a sentence, and the status comes from the one mapping there.
 
-floe's domain errors map directly. Django's refusal of a body over DATA_UPLOAD_MAX_MEMORY_SIZE
+floe's domain errors map directly; the database not answering is DatabaseUnavailable (503
+with Retry-After). Django's refusal of a body over DATA_UPLOAD_MAX_MEMORY_SIZE
 (a 400 HTML page before) becomes RequestTooLarge, a 413 naming the limit. DRF's own errors
 keep DRF's status and get the shape: ``error`` is DRF's class name (``NotAuthenticated``,
 ``AuthenticationFailed``, ``MethodNotAllowed``, ``UnsupportedMediaType``, ``ParseError``...),
@@ -25,6 +26,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from explorer.errors import (
     RequestTooLarge,
+    as_domain_error,
     domain_error_body,
     domain_error_headers,
     domain_error_status,
@@ -69,6 +71,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     """The API's exception handler (REST_FRAMEWORK["EXCEPTION_HANDLER"])."""
     if isinstance(exc, RequestDataTooBig):
         exc = _too_large()
+    exc = as_domain_error(exc)
     status = domain_error_status(exc)
     if status is not None:
         return Response(domain_error_body(exc), status=status, headers=domain_error_headers(exc))

@@ -11,7 +11,10 @@ message under ``kind`` or ``params`` (``{"params": {"filter": ["..."]}}``) as a 
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+from django.db import InterfaceError, OperationalError
 
 from floe import errors
 from floe.catalog.base import UnsupportedOperation
@@ -34,6 +37,30 @@ class TableMoved(errors.MetadataError):
 class CatalogUnavailable(errors.CatalogUnavailable):
     """A catalog cannot be used right now (its database does not answer, its entry or the
     catalog file is broken); the message says which and why."""
+
+
+class DatabaseUnavailable(errors.FloeError):
+    """The explorer's own database does not answer (restarting, unreachable, locked): 503
+    with ``Retry-After``; the next request after it answers again is served as usual (a
+    dead connection is replaced, settings.CONN_HEALTH_CHECKS)."""
+
+
+#: Seconds a client is asked to wait before asking again after a DatabaseUnavailable.
+DATABASE_RETRY_AFTER = 5
+
+_log = logging.getLogger(__name__)
+
+
+def as_domain_error(exc: Exception) -> Exception:
+    """``exc``, or the domain error it stands for: the database's connection errors (Django's
+    OperationalError, InterfaceError) are DatabaseUnavailable, logged here in one line (the
+    driver's text names hosts and users: not shown to the client)."""
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        _log.warning("the database does not answer: %s: %s", type(exc).__name__,
+                     " ".join(str(exc).split()))
+        return DatabaseUnavailable("the explorer's database does not answer right now (it "
+                                   "may be restarting); try again in a few seconds")
+    return exc
 
 
 class Forbidden(errors.FloeError):
@@ -97,6 +124,7 @@ class TableChangedSinceDryRun(errors.FloeError):
 # First match wins: subclasses before their bases.
 _STATUS_BY_ERROR: tuple[tuple[type[errors.FloeError], int], ...] = (
     (errors.CatalogUnavailable, 503),  # explorer's CatalogUnavailable too
+    (DatabaseUnavailable, 503),
     (Forbidden, 403),
     (RequestTooLarge, 413),
     (RateLimited, 429),
@@ -141,7 +169,10 @@ def domain_error_body(exc: BaseException) -> dict[str, Any]:
 
 
 def domain_error_headers(exc: BaseException) -> dict[str, str]:
-    """Headers that go with the status (``Retry-After`` for a rate limit)."""
+    """Headers that go with the status (``Retry-After`` for a rate limit and an unavailable
+    database)."""
     if isinstance(exc, RateLimited):
         return {"Retry-After": str(exc.retry_after)}
+    if isinstance(exc, DatabaseUnavailable):
+        return {"Retry-After": str(DATABASE_RETRY_AFTER)}
     return {}

@@ -14,11 +14,20 @@ state before or after, never corrupt, and nothing half-done:
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -26,9 +35,12 @@ import pytest
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.catalog.sql import SqlCatalog
 from floe.errors import FloeError
+from floe.scan import plan_files
+from floe.scan.readers import plan_to_table
 from floe.schema import Schema
 from floe.types import LONG, STRING, NestedField
-from tests.service_faults import PrivatePostgres
+from tests.explorer.tasks_support import REPO, Worker, wait_for, worker_env
+from tests.service_faults import PrivatePostgres, PrivateRedis, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -163,3 +175,325 @@ def test_a_commit_to_a_read_only_catalog_database_fails_clearly_and_leaves_nothi
     finally:
         catalog.close()
 
+
+# --- the production shape: PostgreSQL, Redis, a web server and a worker, all private ----------
+
+
+@dataclass
+class Stack:
+    """The explorer served by a real web server process (explorer.serve) and a Celery worker,
+    both on the private PostgreSQL (the explorer's database and a SQL catalog ``lake``) and
+    the private Redis (the broker)."""
+
+    pg: PrivatePostgres
+    redis: PrivateRedis
+    root: Path
+    env: dict[str, str]
+    port: int
+    token: str = ""
+    web: subprocess.Popen[bytes] | None = None
+    worker: Worker | None = None
+    workers: list[Worker] = field(default_factory=list)
+
+    @property
+    def lake_uri(self) -> str:
+        return self.pg.url("lake")
+
+    @property
+    def warehouse(self) -> Path:
+        return self.root / "lake"
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def manage(self, *args: str, **env: str) -> str:
+        done = subprocess.run([sys.executable, "manage.py", *args], cwd=REPO,
+                              env={**self.env, **env}, capture_output=True, text=True,
+                              timeout=180)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def start_web(self) -> None:
+        """Started; ``wait_for_web`` waits for its first answer."""
+        log = (self.root / "web.log").open("ab")
+        self.web = subprocess.Popen(
+            [sys.executable, "-m", "explorer.serve", f"--listen=127.0.0.1:{self.port}",
+             "--threads=4"], cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        log.close()
+
+    def wait_for_web(self) -> None:
+        wait_for(lambda: get(self.url("/api/"))[0] == 200, 90, "the web server to answer")
+
+    def start_worker(self, name: str) -> Worker:
+        w = Worker(self.env["CELERY_BROKER_URL"], self.env["FLOE_TASK_QUEUE"], self.root,
+                   dict(self.env)).start(concurrency=1, name=name)
+        self.workers.append(w)
+        self.worker = w
+        return w
+
+    def submit(self, kind: str, **params: Any) -> int:
+        status, body = request(self.url("/api/tasks/"), self.token, {"kind": kind, "params": {
+            "catalog": "lake", "namespace": "db", "table": "t", **params}})
+        assert status == 201, body
+        return int(body["id"])
+
+    def run(self, run_id: int) -> dict[str, Any]:
+        (row,) = self.pg.sql(
+            "SELECT state, stage, attempts, error, metadata_before FROM explorer_taskrun "
+            f"WHERE id = {int(run_id)}", "floe")
+        audits = self.pg.sql(f"SELECT outcome, metadata_after FROM explorer_auditentry "
+                             f"WHERE task_run_id = {int(run_id)} ORDER BY id", "floe")
+        return dict(zip(("state", "stage", "attempts", "error", "before"), row, strict=True),
+                    audits=audits)
+
+    def finished(self, run_id: int, timeout: float = 90) -> dict[str, Any]:
+        def done() -> dict[str, Any] | None:
+            run = self.run(run_id)
+            return run if run["state"] in ("SUCCEEDED", "FAILED", "CANCELLED") else None
+        return wait_for(done, timeout, f"task run {run_id} to finish", interval=0.2,
+                        on_timeout=lambda: "\n" + (self.worker.log_tail() if self.worker
+                                                    else ""))
+
+    def lake(self) -> SqlCatalog:
+        return SqlCatalog("lake", self.lake_uri, str(self.warehouse))
+
+
+def get(url: str, token: str | None = None) -> tuple[int, bytes, dict[str, str]]:
+    headers = {"Authorization": f"Token {token}"} if token else {}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers),
+                                    timeout=10) as response:
+            return response.status, response.read(), dict(response.headers)
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, error.read(), dict(error.headers)
+    except OSError as error:  # the server itself is not answering: never expected here
+        return -1, str(error).encode(), {}
+
+
+def request(url: str, token: str, body: dict[str, Any]) -> tuple[int, Any]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST", headers={
+        "Authorization": f"Token {token}", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, error.read().decode(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def stack(pg: PrivatePostgres, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    redis = PrivateRedis()
+    root = tmp_path_factory.mktemp("stack")
+    pg.sql('CREATE DATABASE "floe"')
+    pg.sql('CREATE DATABASE "lake"')
+    (root / "lake").mkdir()
+    catalogs = root / "catalogs.toml"
+    catalogs.write_text(f'[catalogs.lake]\ntype = "sql"\nuri = "{pg.url("lake")}"\n'
+                        f'warehouse = "{root / "lake"}"\n')
+    env = worker_env(root, database=str(root / "unused.sqlite3"), broker_url=redis.url(1),
+                     queue=f"faults-{uuid.uuid4().hex[:8]}", warehouse=root / "warehouse",
+                     catalogs=catalogs, DATABASE_URL=pg.dsn("floe"),
+                     FLOE_SECRET_KEY="fault-tests-" + uuid.uuid4().hex, FLOE_DEBUG="false")
+    (root / "warehouse").mkdir()
+    s = Stack(pg, redis, root, env, free_port())
+    try:
+        # one process (each manage.py start costs seconds): the tables, an admin, its token
+        out = s.manage("shell", "-c", "; ".join((
+            "from django.core.management import call_command",
+            "from django.contrib.auth.models import User",
+            "from rest_framework.authtoken.models import Token",
+            "call_command('migrate', interactive=False, verbosity=0)",
+            "u = User.objects.create_superuser('admin', 'admin@example.com', None)",
+            "print('token', Token.objects.create(user=u).key)")))
+        m = re.search(r"^token (\w+)$", out, re.M)
+        assert m, out
+        s.token = m.group(1)
+        s.start_web()
+        s.start_worker("w1")
+        s.wait_for_web()
+        yield s
+    finally:
+        for w in s.workers:
+            w.kill()
+        if s.web is not None and s.web.poll() is None:
+            s.web.kill()
+            s.web.wait()
+        redis.close()
+
+
+def _lake_table(stack: Stack, appends: int, rows: int = 50) -> str:
+    """``lake.db.t`` afresh with ``appends`` files of ``rows`` rows; its metadata location."""
+    catalog = stack.lake()
+    try:
+        if not catalog.namespace_exists("db"):
+            catalog.create_namespace("db")
+        if "t" in {i.name for i in catalog.list_tables("db")}:
+            catalog.drop_table("db.t", purge=True)
+        table = catalog.create_table("db.t", SCHEMA)
+        for i in range(appends):
+            table = table.append(_rows(i * rows, rows))
+        return table.metadata_location
+    finally:
+        catalog.close()
+
+
+def _at_before_or_after(stack: Stack, before: str) -> str:
+    """The table loads at ``before`` or at a metadata file written on top of it, and every
+    row is there; its metadata location."""
+    catalog = stack.lake()
+    try:
+        table = catalog.load_table("db.t")
+        log = [e.metadata_file for e in table.metadata.metadata_log]
+        assert table.metadata_location == before or log[-1] == before, (
+            table.metadata_location, before, log[-3:])
+        rows = plan_to_table(table.io, plan_files(table.io, table.metadata))
+        assert sorted(rows.column("id").to_pylist()) == list(range(rows.num_rows))
+        return table.metadata_location
+    finally:
+        catalog.close()
+
+
+class Poller(threading.Thread):
+    """GETs a page and an API list that read the explorer's database, over and over."""
+
+    PATHS = ("/tasks/", "/api/tasks/")
+
+    def __init__(self, stack: Stack) -> None:
+        super().__init__(daemon=True)
+        self.stack = stack
+        # (asked, answered, path, status, body, headers)
+        self.seen: list[tuple[float, float, str, int, bytes, dict[str, str]]] = []
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.is_set():
+            for path in self.PATHS:
+                asked = time.monotonic()
+                status, body, headers = get(self.stack.url(path), self.stack.token)
+                self.seen.append((asked, time.monotonic(), path, status, body, headers))
+            time.sleep(0.05)
+
+    def statuses(self, since: float = 0.0) -> set[int]:
+        return {s for t, _, _, s, _, _ in self.seen if t >= since}
+
+
+def test_postgres_restarted_while_pages_are_served_and_a_task_commits(stack: Stack) -> None:
+    before = _lake_table(stack, appends=20, rows=20_000)
+    data_dir = stack.warehouse / "db.db" / "t" / "data"
+    files_before = set(data_dir.rglob("*"))
+    poller = Poller(stack)
+    poller.start()
+    try:
+        wait_for(lambda: 200 in poller.statuses(), 30, "the pages to answer")
+        run_id = stack.submit("compact")
+        # the compaction planned (from the catalog) and writes its files: its commit comes
+        # once they are written, while PostgreSQL is down
+        wait_for(lambda: set(data_dir.rglob("*")) - files_before, 60,
+                 "the compaction to write", interval=0.005)
+        stack.pg.stop()
+        down = time.monotonic()
+        time.sleep(3.0)
+        up = time.monotonic()
+        stack.pg.start()
+        # the pages recover by themselves: 200 again without anything restarted but PostgreSQL
+        wait_for(lambda: poller.statuses(since=up + 0.5) == {200}, 30,
+                 "the pages to answer 200 again", interval=0.2)
+    finally:
+        poller.halt.set()
+        poller.join()
+    gap = [(p, s, b, h) for asked, answered, p, s, b, h in poller.seen
+           if down <= asked and answered <= up]
+    assert len(gap) >= 4, poller.seen
+    assert {s for _, s, _, _ in gap} == {503}, {(p, s) for p, s, _, _ in gap}
+    for path, _, body, headers in gap:
+        assert headers.get("Retry-After") == "5", headers
+        text = body.decode()
+        assert "database does not answer" in text, text[:300]
+        if path.startswith("/api/"):
+            assert json.loads(text)["error"] == "DatabaseUnavailable"
+        else:
+            assert "<html" in text and "Traceback" not in text
+    assert 500 not in poller.statuses() and -1 not in poller.statuses()
+
+    # the task finished or failed cleanly (the reaper fails it when its worker lost track)
+    run = stack.finished(run_id)
+    assert run["state"] in ("SUCCEEDED", "FAILED"), run
+    after = _at_before_or_after(stack, before)
+    if run["state"] == "SUCCEEDED":
+        assert after != before and run["audits"] == [("succeeded", after)], run
+    # and the next task runs as usual
+    again = stack.finished(stack.submit("compact"))
+    assert again["state"] == "SUCCEEDED", (again, stack.worker.log_tail() if stack.worker
+                                           else "")
+
+
+def test_redis_restarted_with_tasks_queued_runs_each_exactly_once(stack: Stack) -> None:
+    _lake_table(stack, appends=30)
+    assert stack.worker is not None
+    # the worker (one process) busy with a compaction, six changes queued behind it
+    busy = stack.submit("compact")
+    tags = [stack.submit("tag_create", name=f"t{i}") for i in range(6)]
+    wait_for(lambda: stack.run(busy)["state"] != "QUEUED", 60, "the compaction to start",
+             interval=0.02)
+    # a graceful restart (SHUTDOWN SAVE, as a Redis with snapshots does on a restart)
+    stack.redis.restart(keep_data=True, down_for=2.0)
+
+    for run_id in (busy, *tags):
+        run = stack.finished(run_id, timeout=60)
+        assert run["state"] == "SUCCEEDED", (run, stack.worker.log_tail())
+        assert run["attempts"] == 1 and [o for o, _ in run["audits"]] == ["succeeded"], run
+    catalog = stack.lake()
+    try:
+        refs = catalog.load_table("db.t").metadata.refs
+        assert {f"t{i}" for i in range(6)} <= set(refs), sorted(refs)
+    finally:
+        catalog.close()
+
+    # every message delivered again, as acks_late redelivers one whose ack was lost: the
+    # claim refuses each, nothing runs twice
+    from celery import Celery
+    sender = Celery(broker=stack.redis.url(1))
+    try:
+        for run_id in (busy, *tags):
+            sender.send_task("explorer.tasks.run_task", args=[run_id],
+                             queue=stack.env["FLOE_TASK_QUEUE"])
+    finally:
+        sender.close()
+    wait_for(lambda: all(f"task run {r} is gone or already claimed" in stack.worker.log_tail(400)
+                         for r in (busy, *tags)), 60, "the worker to refuse the redeliveries",
+             on_timeout=lambda: "\n" + stack.worker.log_tail())
+    for run_id in (busy, *tags):
+        run = stack.run(run_id)
+        assert run["attempts"] == 1 and len(run["audits"]) == 1, run
+
+
+def test_a_worker_killed_mid_commit_under_postgres_is_reaped_and_a_retry_succeeds(
+        stack: Stack) -> None:
+    before = _lake_table(stack, appends=30)
+    metadata_dir = stack.warehouse / "db.db" / "t" / "metadata"
+    lists_before = set(metadata_dir.glob("snap-*.avro"))
+    assert stack.worker is not None
+    run_id = stack.submit("compact")
+    # its manifest list written: the commit is under way (the metadata file and the pointer
+    # swap follow within milliseconds)
+    wait_for(lambda: set(metadata_dir.glob("snap-*.avro")) - lists_before, 60,
+             "the compaction to write its manifest list", interval=0.002,
+             on_timeout=lambda: "\n" + stack.worker.log_tail() if stack.worker else "")
+    stack.worker.kill()
+
+    # a new worker's reaper fails the run once its heartbeat is stale
+    stack.start_worker("w2")
+    run = stack.finished(run_id, timeout=60)
+    assert run["state"] == "FAILED" and "the worker stopped" in run["error"], run
+    assert [o for o, _ in run["audits"]] == ["failed"], run
+    now = _at_before_or_after(stack, before)
+    assert run["audits"][0][1] == now  # the audit entry records the state it left
+
+    status, body = request(stack.url(f"/api/tasks/{run_id}/retry/"), stack.token, {})
+    assert status == 201, body
+    retry = stack.finished(int(body["id"]))
+    assert retry["state"] == "SUCCEEDED", (retry, stack.worker.log_tail())
+    _at_before_or_after(stack, now)
