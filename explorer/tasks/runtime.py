@@ -27,7 +27,7 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import connections
+from django.db import close_old_connections, connections
 
 from explorer.maintenance import autopilot
 from explorer.maintenance.metrics import metrics_record
@@ -144,6 +144,11 @@ class RunContext:
         with self._lock:
             latest = self._latest
         changed = latest is not None and latest != self._written
+        if self.threaded:
+            # in a worker no request cycle replaces a connection the database dropped (a
+            # restart): without this a heartbeat never recovers (never inside a transaction:
+            # in-process runs beat from within the caller's)
+            close_old_connections()
         try:
             wanted = lifecycle.task_run_beat(task_run_id=self.run_id,
                                             progress=latest if changed else None)
@@ -173,6 +178,8 @@ class RunContext:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        if self.threaded:
+            close_old_connections()  # the run's outcome is written next (see beat)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -7,7 +7,9 @@ state before or after, never corrupt, and nothing half-done:
 * the disk full while writing a data file or a metadata file (a 2 MiB tmpfs: the kernel's
   ENOSPC);
 * the catalog database read-only;
-* PostgreSQL restarted while pages are served and a task commits;
+* PostgreSQL restarted while pages are served and a task commits (pages answer 503 with
+  Retry-After during the gap and recover by themselves), and restarted while a task runs
+  (its heartbeat and its outcome are written after it, not left to the reaper);
 * Redis restarted with tasks queued;
 * a worker killed with SIGKILL mid-commit under PostgreSQL.
 """
@@ -30,11 +32,13 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.catalog.sql import SqlCatalog
 from floe.errors import FloeError
+from floe.partitioning import parse_partition_by
 from floe.scan import plan_files
 from floe.scan.readers import plan_to_table
 from floe.schema import Schema
@@ -324,17 +328,20 @@ def stack(pg: PrivatePostgres, tmp_path_factory: pytest.TempPathFactory) -> Iter
         redis.close()
 
 
-def _lake_table(stack: Stack, appends: int, rows: int = 50) -> str:
-    """``lake.db.t`` afresh with ``appends`` files of ``rows`` rows; its metadata location."""
+def _lake_table(stack: Stack, appends: int, rows: int = 50, partition_by: str = "") -> str:
+    """``lake.db.t`` afresh with ``appends`` appends of ``rows`` rows; its metadata
+    location."""
     catalog = stack.lake()
     try:
         if not catalog.namespace_exists("db"):
             catalog.create_namespace("db")
         if "t" in {i.name for i in catalog.list_tables("db")}:
             catalog.drop_table("db.t", purge=True)
-        table = catalog.create_table("db.t", SCHEMA)
+        spec = {"spec": parse_partition_by(partition_by, SCHEMA)} if partition_by else {}
+        table = catalog.create_table("db.t", SCHEMA, **spec)
         for i in range(appends):
-            table = table.append(_rows(i * rows, rows))
+            ids = pa.array(range(i * rows, (i + 1) * rows), pa.int64())
+            table = table.append(pa.table({"id": ids, "payload": pc.cast(ids, pa.string())}))
         return table.metadata_location
     finally:
         catalog.close()
@@ -428,6 +435,29 @@ def test_postgres_restarted_while_pages_are_served_and_a_task_commits(stack: Sta
     again = stack.finished(stack.submit("compact"))
     assert again["state"] == "SUCCEEDED", (again, stack.worker.log_tail() if stack.worker
                                            else "")
+
+
+def test_postgres_restarted_during_a_task_the_run_still_ends_with_its_own_outcome(
+        stack: Stack) -> None:
+    """The worker's connections (the heartbeat thread's, the task's) are replaced after a
+    restart: the run is not left to the reaper as if its worker had died."""
+    # sixteen groups, rewritten one after the other: PostgreSQL restarts while the first
+    # are written, the commit comes after it is back
+    before = _lake_table(stack, appends=10, rows=100_000, partition_by="bucket(16, id)")
+    data_dir = stack.warehouse / "db.db" / "t" / "data"
+    files_before = set(data_dir.rglob("*"))
+    run_id = stack.submit("compact")
+    wait_for(lambda: set(data_dir.rglob("*")) - files_before, 60, "the compaction to write",
+             interval=0.005)
+    started = time.monotonic()
+    stack.pg.restart()  # down only while it restarts: the compaction goes on meanwhile
+    restarted = time.monotonic() - started
+
+    run = stack.finished(run_id)
+    assert run["state"] == "SUCCEEDED", (run, restarted,
+                                         stack.worker.log_tail() if stack.worker else "")
+    now = _at_before_or_after(stack, before)
+    assert now != before and run["audits"] == [("succeeded", now)], run
 
 
 def test_redis_restarted_with_tasks_queued_runs_each_exactly_once(stack: Stack) -> None:
