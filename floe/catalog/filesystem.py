@@ -426,7 +426,8 @@ class FileSystemCatalog(Catalog):
         except OSError as e:
             # The link is atomic: either our complete file is there or it is not.
             if not self._published(target, data):
-                raise CommitNotApplied(f"table {ident}: could not publish {target}: {e}") from e
+                raise CommitNotApplied(
+                    f"table {ident}: could not publish {target}: {e.strerror or e}") from e
         try:
             self.io.write(version_hint_location(table_location), str(version).encode(),
                           overwrite=True)

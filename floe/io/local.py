@@ -90,10 +90,13 @@ class LocalStore(Store):
             raise FileExistsError(errno.EEXIST, "file already exists", location)
         tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
         try:
-            with open(tmp, "xb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
+            try:
+                with open(tmp, "xb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+            except OSError as e:  # the disk full, a quota: name the file, not the temporary
+                raise OSError(e.errno, e.strerror, location) from e
             if overwrite:
                 os.replace(tmp, path)
             else:

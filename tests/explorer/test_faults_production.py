@@ -113,7 +113,8 @@ def test_disk_full_while_writing_data_files_leaves_the_table_unchanged(small_dis
     with pytest.raises(OSError) as failed:  # ~4 MiB of random rows on a 2 MiB disk
         table.append(_rows(100, 8000, payload_bytes=1000))
 
-    assert "No space left on device" in _one_line_error(failed.value)
+    message = _one_line_error(failed.value)
+    assert "No space left on device" in message and ".parquet" in message, message
     assert catalog.load_table("db.t").metadata_location == before
     assert _files(small_disk) == files  # the partial data file is gone, no temporary left
     # the table still takes a commit once there is room
