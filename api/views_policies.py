@@ -36,6 +36,27 @@ class PolicySerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
         return f"{policy.window_start}-{policy.window_end}" if policy.window_start else ""
 
 
+class DecisionSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """What a policy would do to one table now (explorer.maintenance.policies.Decision)."""
+
+    policy = serializers.CharField()
+    action = serializers.CharField()
+    catalog = serializers.CharField()
+    namespace = serializers.CharField()
+    table = serializers.CharField()
+    due = serializers.BooleanField()
+    reason = serializers.CharField()
+
+
+class TablePauseSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """A table's pause as set (the fields as sent, and the state now)."""
+
+    catalog = serializers.JSONField()
+    namespace = serializers.JSONField()
+    table = serializers.JSONField()
+    paused = serializers.BooleanField()
+
+
 class PolicyCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
     """The fields as sent; every check is the service's (one place)."""
 
@@ -100,25 +121,28 @@ class PolicyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, _CreateThr
         return Response({"catalog": data.get("catalog"), "namespace": data.get("namespace"),
                          "table": data.get("table"), "paused": paused})
 
-    @extend_schema(request=None)
+    @extend_schema(request=None, responses=TablePauseSerializer)
     @action(detail=False, methods=["post"], url_path="pause-table")
     def pause_table(self, request: Request) -> Response:
         """No policy touches the table (``catalog``, ``namespace``, ``table``) until resumed;
         the maintainer role on its catalog."""
         return self._table_pause(request, True)
 
-    @extend_schema(request=None)
+    @extend_schema(request=None, responses=TablePauseSerializer)
     @action(detail=False, methods=["post"], url_path="resume-table")
     def resume_table(self, request: Request) -> Response:
         """Policies touch the table again."""
         return self._table_pause(request, False)
 
-    @action(detail=False, methods=["get"], url_path="preview")
+    @extend_schema(responses=DecisionSerializer(many=True), operation_id="policies_preview_all")
+    @action(detail=False, methods=["get"], url_path="preview", pagination_class=None)
     def preview_all(self, request: Request) -> Response:
         """What every policy would do now, table by table."""
         return Response([asdict(d) for d in policies_preview(user=request.user)])
 
-    @action(detail=True, methods=["get"])
+    @extend_schema(responses=DecisionSerializer(many=True),
+                   operation_id="policies_preview_retrieve")
+    @action(detail=True, methods=["get"], pagination_class=None)
     def preview(self, request: Request, pk: Any = None) -> Response:
         """What this policy would do now, table by table."""
         return Response([asdict(d) for d in policies_preview(user=request.user,

@@ -276,6 +276,9 @@ SPECTACULAR_SETTINGS = {
     # Tags and operation ids from the path after /api/ ("catalogs"), whatever other views
     # the site has (left to itself the prefix is computed over every endpoint it sees)
     "SCHEMA_PATH_PREFIX": "/api/",
+    # every error's shape and status on every operation (api/schema.py), after the enums
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "api.schema.error_responses"],
     # Swagger UI from the installed sidecar package, never a CDN
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from jsonschema import Draft7Validator
 from rest_framework.test import APIClient
 
-from explorer.models import CatalogGrant, TaskRun
+from explorer.models import CatalogGrant, MaintenancePolicy, TableMetrics, TaskRun
 
 pytestmark = pytest.mark.django_db
 
@@ -46,7 +46,8 @@ def _to_json_schema(node: Any) -> Any:
 
 def _operation(openapi: dict[str, Any], method: str, url: str) -> dict[str, Any]:
     path = url.split("?")[0]
-    for template, item in openapi["paths"].items():
+    # literal segments win over parameters (/api/policies/preview/ is not policy "preview")
+    for template, item in sorted(openapi["paths"].items(), key=lambda t: t[0].count("{")):
         pattern = "^" + re.sub(r"\{[^}]+\}", "[^/]+", template) + "$"
         if re.match(pattern, path) and method in item:
             return item[method]  # type: ignore[no-any-return]
@@ -92,6 +93,47 @@ def test_task_create_and_detail_match_the_schema(
     _assert_matches(openapi, "post", "/api/tasks/", 201, response.json())
     url = f"/api/tasks/{response.json()['id']}/"
     _assert_matches(openapi, "get", url, 200, api.get(url).json())
+
+
+def test_policy_previews_and_table_pauses_match_the_schema(
+        api: APIClient, openapi: dict[str, Any], warehouse: Path) -> None:
+    """Found by the fuzzing (test_api_schema_fuzz): the previews were documented as one
+    policy, the pauses as a policy too; they answer a list of decisions and the pause."""
+    _assert_matches(openapi, "get", "/api/policies/preview/", 200,
+                    api.get("/api/policies/preview/").json())
+    policy = MaintenancePolicy.objects.create(name="p", action="compact", catalog="local")
+    TableMetrics.objects.create(catalog="local", namespace="sales", table="orders",
+                                metadata_location="m.json", source="sweep", current=True,
+                                data_files=3)
+    for url in ("/api/policies/preview/", f"/api/policies/{policy.pk}/preview/"):
+        response = api.get(url)
+        assert response.status_code == 200 and response.json(), url
+        _assert_matches(openapi, "get", url, 200, response.json())
+    table = {"catalog": "local", "namespace": "sales", "table": "orders"}
+    for url in ("/api/policies/pause-table/", "/api/policies/resume-table/"):
+        response = api.post(url, table, format="json")
+        assert response.status_code == 200, response.content
+        _assert_matches(openapi, "post", url, 200, response.json())
+
+
+def test_errors_are_documented_on_every_operation(openapi: dict[str, Any]) -> None:
+    for path, item in openapi["paths"].items():
+        for method, operation in item.items():
+            for status in ("400", "401", "403", "404"):
+                assert operation["responses"][status]["content"]["application/json"][
+                    "schema"] == {"$ref": "#/components/schemas/Error"}, (method, path)
+
+
+def test_an_error_matches_the_schema(api: APIClient, openapi: dict[str, Any],
+                                     warehouse: Path) -> None:
+    url = "/api/catalogs/local/namespaces/sales/tables/nope/"
+    response = api.get(url)
+    assert response.status_code == 404
+    _assert_matches(openapi, "get", url, 404, response.json())
+    url = "/api/catalogs/local/namespaces/sales/tables/orders/plan/?filter=id%20%3E"
+    response = api.get(url)
+    assert response.status_code == 400
+    _assert_matches(openapi, "get", url, 400, response.json())
 
 
 def test_the_schema_keeps_the_resource_paths_of_the_architecture(openapi: dict[str, Any]) -> None:
