@@ -1,15 +1,18 @@
-"""Who may do what: anonymous / viewer / maintainer / admin (per catalog) × every endpoint with
-a mutating method and every task kind; a role on another catalog does not leak into this one.
+"""Who may do what: anonymous / viewer / maintainer / admin (per catalog) × every endpoint of
+the site (pages, the API, the Iceberg REST catalog: the matrix at the end, which a new endpoint
+must join) and every task kind; a role on another catalog does not leak into this one.
 Decided in one place (explorer.access.permissions)."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from explorer.models import CatalogGrant, TaskRun
@@ -300,3 +303,291 @@ def test_page_roles_on_another_catalog_do_not_leak(lake: Path, role: str) -> Non
     assert not TaskRun.objects.filter(state="QUEUED").exists()
     run.refresh_from_db()
     assert not run.cancel_requested
+
+
+# --- every endpoint of the site: pages, the API, the Iceberg REST catalog -------------------
+#
+# Each URL pattern Django resolves (and each route of the REST catalog behind /iceberg/) has an
+# entry: the requests made to it and the status each role gets, (anonymous, viewer,
+# maintainer, admin), the roles granted on ``local``, anonymous visitors not allowed
+# (FLOE_ALLOW_ANONYMOUS false, as a team deploys it). A new endpoint without an entry fails
+# test_every_endpoint_is_in_the_matrix. Requests that act are made so that they pass the gate
+# and then stop (a task queued but never run, a REST body the catalog rejects after
+# authorising it): the warehouse is never changed.
+
+Statuses = tuple[int, int, int, int]
+_TBL = "catalogs/<str:catalog>/namespaces/<str:ns>/tables/<str:table>/"
+_SNAP = _TBL + "snapshots/<int:snapshot_id>/"
+_PK = "(?P<pk>[^/.]+)"
+T = "catalogs/local/namespaces/ns/tables/events/"
+ICE = "/iceberg/v1/local/namespaces/ns"
+READ_API: Statuses = (401, 200, 200, 200)
+READ_PAGE: Statuses = (302, 200, 200, 200)
+ADMIN_PAGE: Statuses = (302, 403, 403, 200)
+
+#: pattern → [(method, url, body, statuses)]; ``{snap}``, ``{run}``, ``{failed}``, ``{dry}``,
+#: ``{grant}``, ``{policy}``, ``{rule}``, ``{user}``, ``{username}`` are filled in from the
+#: objects the test makes. Read from it: anonymous visitors are sent to the login page (302) by
+#: pages that read, refused (403) by pages that act, 401 by the API and the REST catalog; the
+#: API root, its schema and the references are public; user accounts are managed by
+#: superusers only (a catalog's admin gets 403); Django's admin is for staff (302 to its login).
+MATRIX: dict[str, list[tuple[str, str, Any, Statuses]]] = {
+    # pages
+    "": [("GET", "/", None, READ_PAGE)],
+    "catalogs/": [("GET", "/catalogs/", None, (302, 302, 302, 302))],
+    "catalogs/<str:catalog>/": [("GET", "/catalogs/local/", None, READ_PAGE)],
+    "catalogs/<str:catalog>/namespaces/": [("GET", "/catalogs/local/namespaces/", None,
+                                            (302, 302, 302, 302))],
+    "catalogs/<str:catalog>/namespaces/<str:ns>/": [
+        ("GET", "/catalogs/local/namespaces/ns/", None, READ_PAGE)],
+    "catalogs/<str:catalog>/namespaces/<str:ns>/tables/": [
+        ("GET", "/catalogs/local/namespaces/ns/tables/", None, (302, 302, 302, 302))],
+    _TBL: [("GET", f"/{T}", None, READ_PAGE)],
+    _TBL + "partitions/": [("GET", f"/{T}partitions/", None, READ_PAGE)],
+    _TBL + "plan/": [("GET", f"/{T}plan/", None, READ_PAGE)],
+    _TBL + "preview/": [("GET", f"/{T}preview/", None, READ_PAGE)],
+    _TBL + "snapshots/": [("GET", f"/{T}snapshots/", None, READ_PAGE)],
+    _SNAP: [("GET", f"/{T}snapshots/{{snap}}/", None, READ_PAGE)],
+    _SNAP + "manifests/<int:index>/": [("GET", f"/{T}snapshots/{{snap}}/manifests/0/", None,
+                                        READ_PAGE)],
+    _SNAP + "manifests/<int:index>/files/<int:position>/": [
+        ("GET", f"/{T}snapshots/{{snap}}/manifests/0/files/0/", None, READ_PAGE)],
+    _TBL + "history/": [("GET", f"/{T}history/", None, READ_PAGE)],
+    _TBL + "metadata/": [("GET", f"/{T}metadata/", None, READ_PAGE)],
+    _TBL + "diff/": [("GET", f"/{T}diff/", None, READ_PAGE)],
+    _TBL + "reports/": [("GET", f"/{T}reports/", None, READ_PAGE)],
+    _TBL + "actions/": [("GET", f"/{T}actions/", None, (302, 403, 200, 200))],
+    _TBL + "actions/run/": [("POST", f"/{T}actions/run/",
+                             {"kind": "rollback", "op": "queue", "snapshot_id": "{snap}"},
+(302, 403, 302, 302))],
+    _TBL + "audit/": [("GET", f"/{T}audit/", None, READ_PAGE)],
+    _TBL + "tasks/": [("GET", f"/{T}tasks/", None, READ_PAGE)],
+    "tasks/": [("GET", "/tasks/", None, READ_PAGE)],
+    "tasks/<int:pk>/": [("GET", "/tasks/{run}/", None, READ_PAGE)],
+    "tasks/<int:pk>/cancel/": [("POST", "/tasks/{run}/cancel/", {}, (403, 403, 302, 302))],
+    "tasks/<int:pk>/confirm/": [("POST", "/tasks/{dry}/confirm/", {}, (403, 403, 302, 302))],
+    "access/": [("GET", "/access/", None, (200, 200, 200, 200))],
+    "access/manage/": [("GET", "/access/manage/", None, ADMIN_PAGE)],
+    "access/manage/users/": [("POST", "/access/manage/users/", {"username": "newcomer"},
+                              (403, 403, 403, 403))],
+    "access/manage/users/<int:pk>/active/": [
+        ("POST", "/access/manage/users/{user}/active/", {"active": "0"}, (403, 403, 403, 403))],
+    "access/manage/users/<int:pk>/token/": [
+        ("POST", "/access/manage/users/{user}/token/", {}, (403, 403, 403, 403))],
+    "access/manage/users/<int:pk>/token/revoke/": [
+        ("POST", "/access/manage/users/{user}/token/revoke/", {}, (403, 403, 403, 403))],
+    "access/manage/grants/": [("POST", "/access/manage/grants/",
+                               {"user": "{username}", "catalog": "local", "role": "viewer"},
+(403, 403, 403, 302))],
+    "access/manage/grants/<int:pk>/revoke/": [
+        ("POST", "/access/manage/grants/{grant}/revoke/", {}, (403, 403, 403, 302))],
+    "fleet/": [("GET", "/fleet/", None, READ_PAGE)],
+    "policies/": [("GET", "/policies/", None, READ_PAGE)],
+    "accounts/login/": [("GET", "/accounts/login/", None, (200, 200, 200, 200))],
+    "accounts/logout/": [("POST", "/accounts/logout/", {}, (302, 302, 302, 302))],
+    "favicon.ico": [("GET", "/favicon.ico", None, (301, 301, 301, 301))],
+    "admin/": [("GET", "/admin/", None, (302, 302, 302, 302))],
+    # the API
+    "api/": [("GET", "/api/", None, (200, 200, 200, 200))],
+    "api/schema/": [("GET", "/api/schema/?format=json", None, (200, 200, 200, 200))],
+    "api/reference/": [("GET", "/api/reference/", None, (200, 200, 200, 200))],
+    "api/catalogs/": [("GET", "/api/catalogs/", None, READ_API)],
+    "api/catalogs/<str:catalog>/": [("GET", "/api/catalogs/local/", None, READ_API)],
+    "api/catalogs/<str:catalog>/namespaces/": [
+        ("GET", "/api/catalogs/local/namespaces/", None, READ_API)],
+    "api/catalogs/<str:catalog>/namespaces/<str:ns>/tables/": [
+        ("GET", "/api/catalogs/local/namespaces/ns/tables/", None, READ_API)],
+    "api/" + _TBL: [("GET", f"/api/{T}", None, READ_API)],
+    "api/" + _TBL + "snapshots/": [("GET", f"/api/{T}snapshots/", None, READ_API)],
+    "api/" + _SNAP: [("GET", f"/api/{T}snapshots/{{snap}}/", None, READ_API)],
+    "api/" + _SNAP + "manifests/": [("GET", f"/api/{T}snapshots/{{snap}}/manifests/", None,
+                                     READ_API)],
+    "api/" + _SNAP + "files/": [("GET", f"/api/{T}snapshots/{{snap}}/files/", None, READ_API)],
+    "api/" + _TBL + "refs/": [("GET", f"/api/{T}refs/", None, READ_API)],
+    "api/" + _TBL + "history/": [("GET", f"/api/{T}history/", None, READ_API)],
+    "api/" + _TBL + "diff/": [("GET", f"/api/{T}diff/", None, (401, 400, 400, 400))],
+    "api/" + _TBL + "audit/": [("GET", f"/api/{T}audit/", None, READ_API)],
+    "api/" + _TBL + "reports/": [("GET", f"/api/{T}reports/", None, READ_API)],
+    "api/" + _TBL + "metrics/": [("GET", f"/api/{T}metrics/", None, READ_API)],
+    "api/" + _TBL + "plan/": [("GET", f"/api/{T}plan/", None, READ_API)],
+    "api/" + _TBL + "partitions/": [("GET", f"/api/{T}partitions/", None, READ_API)],
+    "api/" + _TBL + "preview/": [("GET", f"/api/{T}preview/", None, READ_API)],
+    "api/" + _TBL + "export/": [("GET", f"/api/{T}export/?format=csv", None, READ_API)],
+    "api/^tasks/$": [("GET", "/api/tasks/", None, READ_API),
+                     ("POST", "/api/tasks/", {"kind": "rollback", "params": {
+                         "namespace": "ns", "table": "events", "snapshot_id": "{snap}"}},
+(401, 403, 201, 201))],
+    "api/^tasks/preview/$": [("POST", "/api/tasks/preview/", {"kind": "delete_rows", "params": {
+        "namespace": "ns", "table": "events", "filter": "id < 10"}}, READ_API)],
+    f"api/^tasks/{_PK}/$": [("GET", "/api/tasks/{run}/", None, READ_API)],
+    f"api/^tasks/{_PK}/cancel/$": [("POST", "/api/tasks/{run}/cancel/", {}, (401, 403, 200, 200))],
+    f"api/^tasks/{_PK}/download/$": [("GET", "/api/tasks/{run}/download/", None,
+                                      (401, 404, 404, 404))],
+    f"api/^tasks/{_PK}/retry/$": [("POST", "/api/tasks/{failed}/retry/", {}, (401, 403, 201, 201))],
+    "api/^audit/$": [("GET", "/api/audit/", None, READ_API)],
+    "api/^grants/$": [("GET", "/api/grants/", None, READ_API),
+                      ("POST", "/api/grants/", {"user": "{username}", "catalog": "local",
+                                                "role": "viewer"}, (401, 403, 403, 201))],
+    f"api/^grants/{_PK}/$": [("DELETE", "/api/grants/{grant}/", None, (401, 403, 403, 204))],
+    "api/^policies/$": [("GET", "/api/policies/", None, READ_API),
+                        ("POST", "/api/policies/", {"name": "new", "action": "compact",
+                                                    "catalog": "local", "params": {
+                                                        "small_file_ratio": 0.5}},
+(401, 403, 403, 201))],
+    "api/^policies/pause-table/$": [("POST", "/api/policies/pause-table/", {
+        "catalog": "local", "namespace": "ns", "table": "events"}, (401, 403, 200, 200))],
+    "api/^policies/resume-table/$": [("POST", "/api/policies/resume-table/", {
+        "catalog": "local", "namespace": "ns", "table": "events"}, (401, 403, 200, 200))],
+    "api/^policies/preview/$": [("GET", "/api/policies/preview/", None, READ_API)],
+    f"api/^policies/{_PK}/$": [("GET", "/api/policies/{policy}/", None, READ_API)],
+    f"api/^policies/{_PK}/pause/$": [("POST", "/api/policies/{policy}/pause/", {},
+                                      (401, 403, 403, 200))],
+    f"api/^policies/{_PK}/resume/$": [("POST", "/api/policies/{policy}/resume/", {},
+                                       (401, 403, 403, 200))],
+    f"api/^policies/{_PK}/preview/$": [("GET", "/api/policies/{policy}/preview/", None, READ_API)],
+    "api/^alert-rules/$": [("GET", "/api/alert-rules/", None, READ_API),
+                           ("POST", "/api/alert-rules/", {"name": "new", "metric": "data_files",
+                                                          "threshold": 10, "catalog": "local"},
+(401, 403, 403, 201))],
+    f"api/^alert-rules/{_PK}/$": [("GET", "/api/alert-rules/{rule}/", None, READ_API)],
+    "api/^alerts/$": [("GET", "/api/alerts/", None, READ_API)],
+    "api/^(?P<rest>.*)$": [("GET", "/api/nothing-here/", None, (404, 404, 404, 404))],
+    # the Iceberg REST catalog (a token, never a session)
+    "iceberg/v1/oauth/tokens": [("POST", "/iceberg/v1/oauth/tokens",
+                                 {"grant_type": "client_credentials"}, (400, 400, 400, 400))],
+    "iceberg/openapi.json": [("GET", "/iceberg/openapi.json", None, (200, 200, 200, 200))],
+    "iceberg/reference/": [("GET", "/iceberg/reference/", None, (200, 200, 200, 200))],
+    "iceberg/^(?P<rest>.*)$": [("GET", "/iceberg/v1/nothing", None, (401, 404, 404, 404))],
+    "GET /v1/config": [("GET", "/iceberg/v1/config?warehouse=local", None, READ_API)],
+    "GET /v1/{prefix}/namespaces": [("GET", "/iceberg/v1/local/namespaces", None, READ_API)],
+    "POST /v1/{prefix}/namespaces": [("POST", "/iceberg/v1/local/namespaces", {},
+                                      (401, 403, 403, 400))],
+    "GET /v1/{prefix}/namespaces/{namespace}": [("GET", ICE, None, READ_API)],
+    "HEAD /v1/{prefix}/namespaces/{namespace}": [("HEAD", ICE, None, (401, 204, 204, 204))],
+    "DELETE /v1/{prefix}/namespaces/{namespace}": [
+        ("DELETE", "/iceberg/v1/local/namespaces/absent", None, (401, 403, 403, 404))],
+    "POST /v1/{prefix}/namespaces/{namespace}/properties": [
+        ("POST", ICE + "/properties", {"removals": "x"}, (401, 403, 403, 400))],
+    "GET /v1/{prefix}/namespaces/{namespace}/tables": [("GET", ICE + "/tables", None, READ_API)],
+    "POST /v1/{prefix}/namespaces/{namespace}/tables": [("POST", ICE + "/tables", {},
+                                                         (401, 403, 400, 400))],
+    "POST /v1/{prefix}/namespaces/{namespace}/register": [("POST", ICE + "/register", {},
+                                                           (401, 403, 400, 400))],
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}": [
+        ("GET", ICE + "/tables/events", None, READ_API)],
+    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}": [
+        ("HEAD", ICE + "/tables/events", None, (401, 204, 204, 204))],
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}": [
+        ("POST", ICE + "/tables/events", {"requirements": "x"}, (401, 403, 400, 400))],
+    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}": [
+        ("DELETE", ICE + "/tables/absent", None, (401, 403, 404, 404)),
+        ("DELETE", ICE + "/tables/absent?purgeRequested=true", None, (401, 403, 403, 404))],
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics": [
+        ("POST", ICE + "/tables/events/metrics", {}, (401, 400, 400, 400))],
+    "POST /v1/{prefix}/tables/rename": [("POST", "/iceberg/v1/local/tables/rename", {},
+                                         (401, 403, 400, 400))],
+    "POST /v1/{prefix}/transactions/commit": [
+        ("POST", "/iceberg/v1/local/transactions/commit", {}, (401, 403, 400, 400))],
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan": [
+        ("POST", ICE + "/tables/events/plan", {"filter": 1}, (401, 400, 400, 400))],
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}": [
+        ("GET", ICE + "/tables/events/plan/absent", None, (401, 404, 404, 404))],
+    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}": [
+        ("DELETE", ICE + "/tables/events/plan/absent", None, (401, 404, 404, 404))],
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks": [
+        ("POST", ICE + "/tables/events/tasks", {}, (401, 400, 400, 400))],
+}
+
+
+def _patterns(patterns: list[Any], prefix: str = "") -> list[str]:
+    from django.urls import URLResolver
+
+    out = []
+    for p in patterns:
+        route = prefix + str(p.pattern)
+        if route.startswith("admin/"):  # Django's admin site: staff only, one entry
+            route = "admin/"
+        out += _patterns(p.url_patterns, route) if isinstance(p, URLResolver) else [route]
+    return out
+
+
+def test_every_endpoint_is_in_the_matrix() -> None:
+    from django.urls import get_resolver
+
+    from explorer.rest.services import rest_server
+
+    served = set(_patterns(get_resolver().url_patterns))
+    served |= {f"{r.method} {r.path}" for r in rest_server().routes}
+    assert served == set(MATRIX), (f"not in the matrix: {sorted(served - set(MATRIX))}; "
+                                   f"no longer served: {sorted(set(MATRIX) - served)}")
+
+
+@pytest.fixture
+def objects(lake: Path, settings: Any) -> Any:
+    """Makes what the matrix's URLs name, afresh for each role (a confirmed dry run cannot be
+    confirmed again): a snapshot, runs, a grant, a policy, an alert rule, a user; and the
+    recorded health of local:ns.events, which pausing a table needs."""
+    from explorer.models import AlertRule, MaintenancePolicy, TableMetrics
+
+    settings.FLOE_ALLOW_ANONYMOUS = False
+    settings.FLOE_EXPORT_DIR = lake.parent / "exports"
+    table = load(lake, "ns")
+    TableMetrics.objects.create(catalog="local", namespace="ns", table="events", current=True,
+                                metadata_location=table.metadata_location, source="sweep")
+
+    def make(role: str) -> dict[str, Any]:
+        return {
+            "snap": table.snapshots()[0].snapshot_id,
+            "run": _run(lake, None).pk,
+            "failed": _run(lake, None, state="FAILED").pk,
+            "dry": dry_run(lake, "expire_snapshots_dry_run"),
+            "grant": CatalogGrant.objects.create(user=user_with(f"carl-{role}"),
+                                                 catalog="local", role="viewer").pk,
+            "user": user_with(f"bob-{role}").pk, "username": f"bob-{role}",
+            "policy": MaintenancePolicy.objects.create(name=f"p-{role}", action="compact",
+                                                       catalog="local").pk,
+            "rule": AlertRule.objects.create(name=f"r-{role}", metric="data_files",
+                                             threshold=10, catalog="local").pk,
+        }
+
+    return make
+
+
+def _fill(value: Any, names: dict[str, Any]) -> Any:
+    if isinstance(value, str):
+        filled = value.format(**names)
+        return int(filled) if value.startswith("{") and filled.isdigit() else filled
+    if isinstance(value, dict):
+        return {k: _fill(v, names) for k, v in value.items()}
+    return value
+
+
+def _ask(role: str, method: str, url: str, body: Any, names: dict[str, Any]) -> int:
+    """The status ``role`` gets: signed in to the pages and the API with a session, to the
+    REST catalog with an API token (a session authenticates nothing there)."""
+    from django.test import Client
+
+    url, body = _fill(url, names), _fill(body, names)
+    client, headers = Client(), {}
+    if role != "anonymous":
+        user = user_with(f"{role}-m", role)
+        client.force_login(user)
+        if url.startswith("/iceberg/"):
+            headers["HTTP_AUTHORIZATION"] = f"Bearer {Token.objects.create(user=user).key}"
+    if body is None:
+        data: dict[str, Any] = {}
+    elif url.startswith(("/api/", "/iceberg/v1/")) and "/oauth/" not in url:
+        data = {"data": json.dumps(body), "content_type": "application/json"}
+    else:  # a form
+        data = {"data": body} if method == "POST" else {}
+    if method == "POST":
+        return client.post(url, **data, **headers).status_code
+    return client.generic(method, url, **data, **headers).status_code
+
+
+@pytest.mark.parametrize(("pattern", "index"), [
+    (p, i) for p, calls in MATRIX.items() for i in range(len(calls))])
+def test_the_matrix(objects: Any, pattern: str, index: int) -> None:
+    method, url, body, expected = MATRIX[pattern][index]
+    got = tuple(_ask(role, method, url, body, objects(role)) for role in ROLES)
+    assert got == expected, f"{method} {url}: {dict(zip(ROLES, got))}"
