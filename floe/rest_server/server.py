@@ -1323,8 +1323,11 @@ _HEADER_PARAMS: dict[str, dict[str, Any]] = {
                       "description": "an ETag: 304 while the table is unchanged"},
 }
 _ERROR_STATUSES = {400: "bad request", 401: "no or a bad token", 403: "the role does not "
-                   "allow it", 404: "not found", 409: "conflict", 500: "a commit's outcome "
-                   "is unknown", 503: "the catalog cannot be reached"}
+                   "allow it", 404: "not found", 406: "the catalog does not support this "
+                   "operation", 409: "conflict", 413: "the request body is larger than the "
+                   "server accepts", 422: "an Idempotency-Key used with another request, or "
+                   "a change that cannot be applied", 500: "a commit's outcome is unknown",
+                   503: "the catalog cannot be reached"}
 _PAGED = ("pageToken", "pageSize")
 
 _TABLE = "/v1/{prefix}/namespaces/{namespace}/tables/{table}"
