@@ -591,3 +591,17 @@ def test_the_matrix(objects: Any, pattern: str, index: int) -> None:
     method, url, body, expected = MATRIX[pattern][index]
     got = tuple(_ask(role, method, url, body, objects(role)) for role in ROLES)
     assert got == expected, f"{method} {url}: {dict(zip(ROLES, got))}"
+
+
+@pytest.mark.parametrize("pattern", [p for p in MATRIX if p.split(" ")[0] in
+                                     ("GET", "HEAD", "POST", "DELETE")])
+def test_every_rest_route_refuses_a_bad_token(objects: Any, pattern: str) -> None:
+    from django.test import Client
+
+    names = objects("anonymous")
+    for method, url, body, _ in MATRIX[pattern]:
+        data = {"data": json.dumps(_fill(body, names)), "content_type": "application/json"} \
+            if body is not None else {}
+        response = Client().generic(method, _fill(url, names), **data,
+                                    HTTP_AUTHORIZATION="Bearer not-a-token")
+        assert response.status_code == 401, (method, url)
