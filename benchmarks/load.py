@@ -6,8 +6,9 @@ The site is ``python -m explorer.run --prod`` (the Dockerfile's command): gunico
 ``--web-processes`` processes, ``--workers`` Celery workers and one beat, on a fresh
 PostgreSQL database (created at the start, dropped at the end) and a Redis database (a queue
 of its own, removed at the end), every setting at its production default except the ones
-the production shape requires (secret key, allowed hosts) and where things live. Loopback
-only. The site serves two catalogs:
+the production shape requires (secret key, allowed hosts) and where things live (so beat's
+metrics sweep, policies and alerts run on their default schedules too). Loopback only. The
+site serves two catalogs:
 
 - ``local``: the 10k-snapshot / 1M-file table ``bench.big`` built by
   ``benchmarks/big_table.py`` under ``<dir>/warehouse`` (reused when built already, see its
@@ -22,13 +23,16 @@ submits the tasks; the persistent manifest cache (``<dir>/load-var/manifest-cach
 between runs like ``make run``'s) holds the current snapshot of ``bench.big``.
 
 Each simulated user is a thread with one keep-alive HTTP connection (stdlib ``http.client``)
-that picks a request at random (weights below), waits for the whole answer, then thinks for
-``--think`` seconds (uniform): the table list, the fleet catalog, the overview of
+that picks a request at random (weights in :func:`pages`), waits for the whole answer, then
+thinks for ``--think`` seconds (uniform): the table list, the fleet catalog, the overview of
 ``bench.big`` or of a fleet table, a page of snapshots, the partitions, a scan plan with a
 filter (eight filters, a page of its files), and through the API (its token) a page of a
 namespace's tables, of snapshots and of the current snapshot's files. Pages go with the
 session cookie, the API with the token. A request that answers anything but 200, or no
-answer within 120 s, is an error.
+answer within 120 s, is an error. One sent on a keep-alive connection that the server closed
+as it left (gunicorn closes idle ones after 2 s) is sent again once on a new connection, as
+browsers do; the count is printed. The users first run ``--warm-up`` seconds untimed, so
+that "start" and "end" compare processes whose caches are filled.
 
 While the users run, a task driver repeats a cycle on ``bench_load.maint`` through the API
 (the admin's token): append 20 small files (with floe, outside the site), compact it, then
@@ -36,10 +40,11 @@ expire its snapshots (a dry run, then its confirmation), each waited for.
 
 The table printed: per page p50 / p95 / p99 (ms), requests and errors (goal 0); the RSS
 (summed over a process tree, from ``/proc``) of the web processes (gunicorn's master and
-workers) and of the worker processes (each Celery worker with its pool, and beat) at the start
-and the end (goal: flat); the tasks that succeeded; the machine's load average; which caches
-were warm. Then, unless ``--soak-seconds 0``, ``--soak-users`` users for ``--soak-seconds``
-with the memory sampled every ``--sample-seconds`` (a table: one line per sample).
+workers) and of the worker processes (each Celery worker with its pool, and beat) when the
+site is ready, after the warm-up and at the end (goal: flat from the warm-up to the end); the
+tasks that succeeded; the machine's load average; which caches were warm. Then, unless
+``--soak-seconds 0``, ``--soak-users`` users for ``--soak-seconds`` with the memory sampled
+every ``--sample-seconds`` (a table: one line per sample).
 
 Ctrl-C (or SIGTERM) at any point stops the users, the site and every process it started, and
 drops the database.
@@ -48,7 +53,8 @@ Usage::
 
     python benchmarks/load.py [--dir DIR] [--snapshots 10000 --files 1000000]
                               [--catalog-tables 1000] [--users 50] [--seconds 300]
-                              [--soak-users 5] [--soak-seconds 1800] [--sample-seconds 60]
+                              [--warm-up 60] [--soak-users 5] [--soak-seconds 1800]
+                              [--sample-seconds 60]
                               [--web-processes 2] [--workers 2] [--think 1 3]
                               [--postgres URL] [--redis URL]
 """
