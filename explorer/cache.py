@@ -10,7 +10,8 @@ location is a new key. The old entries age out. Each part is a bounded
   which ``Catalog.load_table`` reads through), sized to ``FLOE_METADATA_CACHE_SIZE`` files;
 * ``derived``: values computed from one file, keyed (file path, what): snapshot index,
   timeline, snapshot and history rows, manifest lists, manifest rows;
-* ``scans``: explained scan plans and partition statistics (large, so few);
+* ``scans``: explained scan plans and partition statistics, bounded by the files they hold
+  (:func:`scan_weight`) as well as by their number;
 * ``entries``: decoded manifests, every entry status, bounded by the number of entries;
 * ``live``: the planner's manifest cache (live entries; :class:`floe.scan.ManifestCache`).
 """
@@ -24,6 +25,7 @@ from django.conf import settings
 from floe.cache import LRUCache
 from floe.catalog.base import METADATA_CACHE
 from floe.manifest import ManifestEntry
+from floe.partition_stats import TablePartitionStats
 from floe.scan.manifests import ManifestCache
 
 __all__ = ["CACHE", "ExplorerCache", "clear"]
@@ -33,8 +35,12 @@ __all__ = ["CACHE", "ExplorerCache", "clear"]
 ENTRY_CACHE_SIZE = 1_000_000
 #: Values derived from one file, per parsed metadata file kept.
 DERIVED_PER_METADATA = 4
-#: Explained plans and partition statistics kept (each may hold every file of a table).
+#: Explained plans and partition statistics kept at most (each may hold every file of a table)…
 SCAN_CACHE_SIZE = 16
+#: …and what they hold together (:func:`scan_weight`): an explained plan keeps a decision for
+#: every file its manifests list, ~2 KB each (a filter the partition summaries cannot narrow,
+#: on a 1M-file table: ~2 GB), so sixteen such plans would hold tens of GB in a web process.
+SCAN_CACHE_FILES = ENTRY_CACHE_SIZE
 
 
 class ExplorerCache:
@@ -45,7 +51,8 @@ class ExplorerCache:
         self.metadata.resize(metadata_size)
         self.derived: LRUCache[tuple[Any, ...], Any] = LRUCache(
             metadata_size * DERIVED_PER_METADATA)
-        self.scans: LRUCache[tuple[Any, ...], Any] = LRUCache(SCAN_CACHE_SIZE)
+        self.scans: LRUCache[tuple[Any, ...], Any] = LRUCache(SCAN_CACHE_FILES,
+                                                              weigher=scan_weight)
         self.entries: LRUCache[str, list[ManifestEntry]] = LRUCache(
             ENTRY_CACHE_SIZE, weigher=len)
         self.live = ManifestCache(ENTRY_CACHE_SIZE)
@@ -69,6 +76,20 @@ class ExplorerCache:
         names = ("metadata", "derived", "scans", "entries", "live")
         return "ExplorerCache(" + ", ".join(
             f"{n}={len(p)}" for n, p in zip(names, self._parts(), strict=True)) + ")"
+
+
+def scan_weight(value: Any) -> int:
+    """What a value of the ``scans`` part weighs: the files a plan decided (a decision
+    each), the partitions of partition statistics (an object each; a file is one int of
+    its sizes there), and at least a SCAN_CACHE_SIZE-th of the part (so that it holds no
+    more than SCAN_CACHE_SIZE values, however small)."""
+    weight = 0
+    funnel = getattr(value, "funnel", None)
+    if funnel is not None:  # a ScanPlan
+        weight = funnel.data_files_total + funnel.delete_files_total
+    elif isinstance(value, TablePartitionStats):
+        weight = len(value.partitions)
+    return max(weight, SCAN_CACHE_FILES // SCAN_CACHE_SIZE)
 
 
 CACHE = ExplorerCache()
