@@ -73,6 +73,9 @@ class TaskRun(models.Model):
     progress_total = models.BigIntegerField(null=True, blank=True)
     progress_detail = models.CharField(max_length=255, blank=True, default="")
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # When its message was last sent to the broker (the reaper sends a run still QUEUED again
+    # after FLOE_TASK_REQUEUE_SECONDS: a broker that lost its messages loses no run).
+    sent_at = models.DateTimeField(null=True, blank=True)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
     cancelled_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,

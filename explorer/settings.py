@@ -96,6 +96,9 @@ FLOE_EXPENSIVE_READS_PER_MINUTE = envint("FLOE_EXPENSIVE_READS_PER_MINUTE", "120
 # run whose heartbeat is older than the timeout (its worker was killed).
 FLOE_TASK_HEARTBEAT_SECONDS = envfloat("FLOE_TASK_HEARTBEAT_SECONDS", "1", minimum=0.05)
 FLOE_TASK_HEARTBEAT_TIMEOUT = envfloat("FLOE_TASK_HEARTBEAT_TIMEOUT", "60", minimum=0.5)
+# A run still QUEUED this many seconds after its message was sent is sent again by the reaper
+# (a broker restarted without its data lost the message; a duplicate is refused by the claim).
+FLOE_TASK_REQUEUE_SECONDS = envfloat("FLOE_TASK_REQUEUE_SECONDS", "300", minimum=1)
 # How often the reaper runs (Celery beat, embedded in the worker explorer.run starts).
 FLOE_REAPER_INTERVAL = envfloat("FLOE_REAPER_INTERVAL", "10", minimum=0.1)
 # Times a task whose commit conflicted with a concurrent one is run again (kinds that plan

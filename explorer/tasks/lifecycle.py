@@ -120,8 +120,9 @@ def _table_state(run: TaskRun) -> tuple[str, int | None]:
 
 
 def task_runs_reap(*, now: datetime | None = None) -> dict[str, int]:
-    """Fail the runs whose heartbeat stopped (their worker was killed) and remove expired and
-    abandoned export files. Safe to run anywhere, any number of times at once."""
+    """Fail the runs whose heartbeat stopped (their worker was killed), send again the runs
+    still queued long after their message was sent (:func:`_queued_resend`), and remove expired
+    and abandoned export files. Safe to run anywhere, any number of times at once."""
     now = now or timezone.now()
     stale_before = now - timedelta(seconds=settings.FLOE_TASK_HEARTBEAT_TIMEOUT)
     stale = TaskRun.objects.filter(state=State.RUNNING).filter(
@@ -143,7 +144,36 @@ def task_runs_reap(*, now: datetime | None = None) -> dict[str, int]:
                            finished_at=now, via="system")
         failed += 1
         logger.warning("task run %s: %s", run.pk, error)
-    return {"failed_runs": failed, "removed_exports": _exports_sweep(now)}
+    return {"failed_runs": failed, "resent_runs": _queued_resend(now),
+            "removed_exports": _exports_sweep(now)}
+
+
+def _queued_resend(now: datetime) -> int:
+    """Send again the message of each run still QUEUED FLOE_TASK_REQUEUE_SECONDS after it was
+    sent: a broker restarted without its data (or crashed) lost it, and the run would stay
+    queued forever. At most once per period per run (a conditional UPDATE of ``sent_at``, so
+    reapers running at once send it once). A run merely waiting behind busy workers gets a
+    second message too, which is harmless: :func:`task_run_claim` moves the run out of QUEUED
+    once, and the worker that gets the other message finds it claimed and does nothing."""
+    from explorer.tasks import services  # the sending side
+
+    due_before = now - timedelta(seconds=settings.FLOE_TASK_REQUEUE_SECONDS)
+    due = TaskRun.objects.filter(state=State.QUEUED).filter(
+        Q(sent_at__lt=due_before) | Q(sent_at__isnull=True, created_at__lt=due_before))
+    resent = 0
+    for run_id, sent_at in due.values_list("pk", "sent_at"):
+        if not TaskRun.objects.filter(pk=run_id, state=State.QUEUED, sent_at=sent_at).update(
+                sent_at=now):
+            continue  # claimed, cancelled or sent again by another reaper meanwhile
+        try:
+            services.task_run_send(task_run_id=run_id)
+        except Exception:  # noqa: BLE001 - the broker down: the next period sends it again
+            logger.warning("task run %s: cannot send it again", run_id, exc_info=True)
+            continue
+        resent += 1
+        logger.warning("task run %s was still queued %s s after it was sent: sent again",
+                       run_id, int(settings.FLOE_TASK_REQUEUE_SECONDS))
+    return resent
 
 
 def _exports_sweep(now: datetime) -> int:

@@ -5,7 +5,9 @@ export's file. Keyword-only, named noun_verb.
   :func:`task_cancel`, :func:`task_retry`, :func:`task_preview` (the preview a kind declares,
   of an ``evolve``, ``delete_rows`` or ``compact`` submission: the same parameters, nothing
   queued);
-* :func:`export_file_get` (an export's file, for its owner).
+* :func:`export_file_get` (an export's file, for its owner);
+* :func:`task_run_send` (a run's message to the broker: after a submission, and again from
+  the reaper for a run still queued).
 
 The worker's side of a run is :mod:`explorer.tasks.lifecycle`.
 """
@@ -34,9 +36,14 @@ logger = logging.getLogger(__name__)
 State = TaskRun.State
 
 
-def _enqueue(task_run_id: int) -> None:
+def task_run_send(*, task_run_id: int) -> None:
+    """Send the run's message to the broker, recording when (``sent_at``: the reaper sends a
+    run still QUEUED again after FLOE_TASK_REQUEUE_SECONDS). Sending a run twice is harmless:
+    the worker's claim moves it out of QUEUED once and refuses any other message for it."""
     from explorer.tasks import jobs  # the worker's side: imported only to send
 
+    # stamped before sending: a send that fails (the broker down) is retried by the reaper
+    TaskRun.objects.filter(pk=task_run_id).update(sent_at=timezone.now())
     # The limits travel in the message: the submitting process's settings decide them.
     jobs.run_task.apply_async((task_run_id,),
                                soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
@@ -60,7 +67,7 @@ def task_submit(*, kind: Any, params: Any, user: Any, via: str = "session") -> T
             namespace=validated.namespace, table=validated.table,
             created_by=user if user is not None and user.is_authenticated else None,
             created_via=via_name(via), source_run=validated.source_run)
-        transaction.on_commit(lambda: _enqueue(run.pk))
+        transaction.on_commit(lambda: task_run_send(task_run_id=run.pk))
     return run
 
 
@@ -76,7 +83,7 @@ def task_submit_for_policy(*, kind: str, params: Any, policy: Any,
             namespace=validated.namespace, table=validated.table, created_by=None,
             created_via="policy", policy=policy, policy_plan=plan,
             source_run=validated.source_run)
-        transaction.on_commit(lambda: _enqueue(run.pk))
+        transaction.on_commit(lambda: task_run_send(task_run_id=run.pk))
     return run
 
 

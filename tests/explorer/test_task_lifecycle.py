@@ -258,6 +258,39 @@ def test_the_reaper_fails_stale_runs_only(tmp_path: Path, settings: Any) -> None
 
 
 @pytest.mark.django_db
+def test_the_reaper_sends_a_queued_run_again_and_it_runs_once(
+        tmp_path: Path, settings: Any, eager: Any) -> None:
+    """A run whose message the broker lost stays QUEUED: the reaper sends it again after
+    FLOE_TASK_REQUEUE_SECONDS, once per period; a second message for it runs nothing."""
+    from explorer.tasks import jobs
+
+    settings.FLOE_WAREHOUSE = str(tmp_path)
+    settings.FLOE_TASK_REQUEUE_SECONDS = 300
+    make_table(tmp_path, "resend")
+    now = timezone.now()
+    lost = TaskRun.objects.create(kind="tag_create", catalog="local", namespace="resend",
+                                  table="events", params={"name": "v1"},
+                                  sent_at=now - dt.timedelta(seconds=301))
+    recent = TaskRun.objects.create(kind="tag_create", catalog="local", namespace="resend",
+                                    table="events", params={"name": "v2"},
+                                    sent_at=now - dt.timedelta(seconds=10))
+
+    done = eager(lambda: lifecycle.task_runs_reap(now=now))
+    assert done["resent_runs"] == 1
+    lost.refresh_from_db()
+    recent.refresh_from_db()
+    assert (lost.state, lost.attempts, recent.state) == ("SUCCEEDED", 1, "QUEUED")
+    assert lost.sent_at is not None and lost.sent_at >= now
+    # sent twice more: the message the broker kept after all, and another reaper's
+    eager(lambda: jobs.run_task.apply_async((lost.pk,)))
+    eager(lambda: lifecycle.task_runs_reap(now=now + dt.timedelta(hours=1)))
+    lost.refresh_from_db()
+    assert (lost.state, lost.attempts) == ("SUCCEEDED", 1)
+    assert [e.outcome for e in AuditEntry.objects.filter(task_run_id=lost.pk)] == ["succeeded"]
+    assert "v1" in load(tmp_path, "resend").metadata.refs
+
+
+@pytest.mark.django_db
 def test_the_reaper_removes_expired_and_abandoned_exports(tmp_path: Path, settings: Any) -> None:
     settings.FLOE_EXPORT_DIR = tmp_path / "exports"
     settings.FLOE_EXPORT_MAX_AGE = 3600
