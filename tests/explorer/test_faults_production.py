@@ -10,7 +10,8 @@ state before or after, never corrupt, and nothing half-done:
 * PostgreSQL restarted while pages are served and a task commits (pages answer 503 with
   Retry-After during the gap and recover by themselves), and restarted while a task runs
   (its heartbeat and its outcome are written after it, not left to the reaper);
-* Redis restarted with tasks queued;
+* Redis restarted with tasks queued, keeping its data or losing it (the reaper sends the
+  lost runs again);
 * a worker killed with SIGKILL mid-commit under PostgreSQL.
 """
 
@@ -499,6 +500,42 @@ def test_redis_restarted_with_tasks_queued_runs_each_exactly_once(stack: Stack) 
     for run_id in (busy, *tags):
         run = stack.run(run_id)
         assert run["attempts"] == 1 and len(run["audits"]) == 1, run
+
+
+def test_redis_restarted_without_its_data_the_reaper_sends_the_lost_runs_again(
+        stack: Stack) -> None:
+    """A Redis without persistence (or crashed) loses the queued messages: their runs stay
+    QUEUED until the reaper sends them again (FLOE_TASK_REQUEUE_SECONDS after they were sent;
+    here the reaper runs as of an hour later), and each then runs exactly once."""
+    _lake_table(stack, appends=30)
+    assert stack.worker is not None
+    busy = stack.submit("compact")
+    tags = [stack.submit("tag_create", name=f"lost{i}") for i in range(6)]
+    wait_for(lambda: stack.run(busy)["state"] != "QUEUED", 60, "the compaction to start",
+             interval=0.02)
+    stack.redis.restart(keep_data=False, down_for=1.0)
+    assert stack.finished(busy)["state"] == "SUCCEEDED"
+    time.sleep(3.0)  # the worker is back on the new Redis and idle: the lost runs stay queued
+    lost = [r for r in tags if stack.run(r)["state"] == "QUEUED"]
+    assert lost, [stack.run(r) for r in tags]
+
+    out = stack.manage("shell", "-c", "; ".join((
+        "import datetime as dt",
+        "from django.utils import timezone",
+        "from explorer.tasks.lifecycle import task_runs_reap",
+        "print('reaped', task_runs_reap(now=timezone.now() + dt.timedelta(hours=1)))")))
+    assert f"'resent_runs': {len(lost)}" in out, (out, lost)
+
+    for run_id in tags:
+        run = stack.finished(run_id, timeout=60)
+        assert run["state"] == "SUCCEEDED", (run, stack.worker.log_tail())
+        assert run["attempts"] == 1 and [o for o, _ in run["audits"]] == ["succeeded"], run
+    catalog = stack.lake()
+    try:
+        refs = catalog.load_table("db.t").metadata.refs
+        assert {f"lost{i}" for i in range(6)} <= set(refs), sorted(refs)
+    finally:
+        catalog.close()
 
 
 def test_a_worker_killed_mid_commit_under_postgres_is_reaped_and_a_retry_succeeds(
