@@ -2,18 +2,23 @@
 ``task_run_claim`` / ``_started`` / ``_beat`` / ``_wanted`` / ``_artifact`` /
 ``_attempt_failed`` / ``_finish``, and the reaper (:func:`task_runs_reap`). Every state change
 is a conditional UPDATE on the current state; each ending of a table-changing run is audited.
+A run's outcome and its heartbeat are written again when the database drops the connection
+(a restart): for up to ``DB_RETRY_SECONDS``, on a fresh connection, before giving up.
 """
 
 from __future__ import annotations
 
 import logging
 import shutil
+import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import transaction
+from django.db import (InterfaceError, OperationalError, close_old_connections, connection,
+                       transaction)
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -26,6 +31,34 @@ from floe.maintenance import Progress
 logger = logging.getLogger(__name__)
 
 State = TaskRun.State
+
+#: How long a heartbeat or a run's outcome is written again while the database does not answer
+#: (a restart takes seconds), and the pauses between attempts (doubled from the first up to the
+#: last: soon after the database is back, well before the reaper takes the run for dead).
+DB_RETRY_SECONDS = 30.0
+DB_RETRY_PAUSES = (0.25, 1.0)
+
+T = TypeVar("T")
+
+
+def _db_retrying(what: str, write: Callable[[], T]) -> T:
+    """``write()``, again on a fresh connection while the database drops it (OperationalError,
+    InterfaceError), for up to DB_RETRY_SECONDS; then the last error. Never inside a caller's
+    transaction (a run executed in-process): there the error is the caller's."""
+    deadline = time.monotonic() + DB_RETRY_SECONDS
+    pause, longest = DB_RETRY_PAUSES
+    while True:
+        try:
+            return write()
+        except (OperationalError, InterfaceError) as exc:
+            if connection.in_atomic_block or time.monotonic() + pause > deadline:
+                raise
+            logger.warning("%s: the database does not answer (%s); trying again in %.2f s",
+                           what, str(exc).strip().splitlines()[0] if str(exc).strip() else
+                           type(exc).__name__, pause)
+            time.sleep(pause)
+            pause = min(pause * 2, longest)
+            close_old_connections()  # the broken connection is replaced by the next query
 
 
 # --- the life cycle, driven by the worker ---------------------------------------------------------
@@ -56,12 +89,14 @@ def _progress_fields(progress: Progress) -> dict[str, Any]:
 def task_run_beat(*, task_run_id: int, progress: Progress | None = None) -> bool:
     """Write the heartbeat (and progress, when given); False when the run should stop: a
     cancel was requested, or it is no longer RUNNING (the reaper gave up on it)."""
-    now = timezone.now()
-    fields: dict[str, Any] = {"heartbeat_at": now, "updated_at": now}
-    if progress is not None:
-        fields.update(_progress_fields(progress))
-    TaskRun.objects.filter(pk=task_run_id, state=State.RUNNING).update(**fields)
-    return task_run_wanted(task_run_id=task_run_id)
+    def write() -> bool:
+        now = timezone.now()
+        fields: dict[str, Any] = {"heartbeat_at": now, "updated_at": now}
+        if progress is not None:
+            fields.update(_progress_fields(progress))
+        TaskRun.objects.filter(pk=task_run_id, state=State.RUNNING).update(**fields)
+        return task_run_wanted(task_run_id=task_run_id)
+    return _db_retrying(f"task run {task_run_id}: heartbeat", write)
 
 
 def task_run_wanted(*, task_run_id: int) -> bool:
@@ -88,24 +123,28 @@ def task_run_finish(*, task_run_id: int, state: str, result: dict[str, Any] | No
                     progress: Progress | None = None) -> None:
     """RUNNING → SUCCEEDED / FAILED / CANCELLED, recording how far it got (``progress``: its
     milestone, explorer.tasks.outcomes), then the audit entry of a table change (also when the
-    reaper failed the run meanwhile: the change happened, the trail says so)."""
-    now = timezone.now()
-    fields: dict[str, Any] = {"state": state, "result": result, "error": error,
-                              "finished_at": now, "updated_at": now}
-    if progress is not None:
-        fields.update(_progress_fields(progress))
-    if state == State.SUCCEEDED:
-        fields["progress"] = 100
+    reaper failed the run meanwhile: the change happened, the trail says so). Written again
+    while the database does not answer (one transaction: all of it or nothing each time)."""
     outcome = {State.SUCCEEDED: AuditEntry.Outcome.SUCCEEDED,
                State.CANCELLED: AuditEntry.Outcome.CANCELLED}.get(state, AuditEntry.Outcome.FAILED)
-    with transaction.atomic():  # whoever sees the run finished sees its audit entry
-        if not TaskRun.objects.filter(pk=task_run_id, state=State.RUNNING).update(**fields):
-            logger.warning("task run %s finished (%s) after it was no longer running",
-                           task_run_id, state)
-        run = TaskRun.objects.select_related("created_by").get(pk=task_run_id)
-        if task_kinds.KINDS[run.kind].changes_table:
-            audit_run(run, outcome, result=result, error=error, after=after or ("", None),
-                       finished_at=now)
+
+    def write() -> None:
+        now = timezone.now()
+        fields: dict[str, Any] = {"state": state, "result": result, "error": error,
+                                  "finished_at": now, "updated_at": now}
+        if progress is not None:
+            fields.update(_progress_fields(progress))
+        if state == State.SUCCEEDED:
+            fields["progress"] = 100
+        with transaction.atomic():  # whoever sees the run finished sees its audit entry
+            if not TaskRun.objects.filter(pk=task_run_id, state=State.RUNNING).update(**fields):
+                logger.warning("task run %s finished (%s) after it was no longer running",
+                               task_run_id, state)
+            run = TaskRun.objects.select_related("created_by").get(pk=task_run_id)
+            if task_kinds.KINDS[run.kind].changes_table:
+                audit_run(run, outcome, result=result, error=error, after=after or ("", None),
+                           finished_at=now)
+    _db_retrying(f"task run {task_run_id}: its outcome", write)
 
 
 # --- the reaper -----------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ state before or after, never corrupt, and nothing half-done:
 * the catalog database read-only;
 * PostgreSQL restarted while pages are served and a task commits (pages answer 503 with
   Retry-After during the gap and recover by themselves), and restarted while a task runs
-  (its heartbeat and its outcome are written after it, not left to the reaper);
+  (its heartbeat and its outcome are written after it, not left to the reaper), and stopped
+  right when a run commits (its outcome is written once it is back);
 * Redis restarted with tasks queued, keeping its data or losing it (the reaper sends the
   lost runs again);
 * a worker killed with SIGKILL mid-commit under PostgreSQL.
@@ -231,9 +232,9 @@ class Stack:
     def wait_for_web(self) -> None:
         wait_for(lambda: get(self.url("/api/"))[0] == 200, 90, "the web server to answer")
 
-    def start_worker(self, name: str) -> Worker:
+    def start_worker(self, name: str, **env: str) -> Worker:
         w = Worker(self.env["CELERY_BROKER_URL"], self.env["FLOE_TASK_QUEUE"], self.root,
-                   dict(self.env)).start(concurrency=1, name=name)
+                   {**self.env, **env}).start(concurrency=1, name=name)
         self.workers.append(w)
         self.worker = w
         return w
@@ -460,6 +461,36 @@ def test_postgres_restarted_during_a_task_the_run_still_ends_with_its_own_outcom
                                          stack.worker.log_tail() if stack.worker else "")
     now = _at_before_or_after(stack, before)
     assert now != before and run["audits"] == [("succeeded", now)], run
+
+
+def test_postgres_down_when_a_run_commits_its_outcome_is_written_once_it_is_back(
+        stack: Stack) -> None:
+    """PostgreSQL stops right when a compaction commits (its manifest list written) and comes
+    back seconds later: the run's outcome (succeeded, or failed on the catalog's error) is
+    written by its worker once the database answers again, not left to the reaper as if the
+    worker had died. The heartbeat timeout is production-like here (30 s, not 4): only a
+    worker that gave up would be reaped."""
+    assert stack.worker is not None
+    stack.worker.kill()
+    worker = stack.start_worker("w-pg", FLOE_TASK_HEARTBEAT_TIMEOUT="30")
+    try:
+        before = _lake_table(stack, appends=30)
+        metadata_dir = stack.warehouse / "db.db" / "t" / "metadata"
+        lists_before = set(metadata_dir.glob("snap-*.avro"))
+        run_id = stack.submit("compact")
+        wait_for(lambda: set(metadata_dir.glob("snap-*.avro")) - lists_before, 60,
+                 "the compaction to write its manifest list", interval=0.002,
+                 on_timeout=lambda: "\n" + worker.log_tail())
+        stack.pg.restart(down_for=3.0)
+
+        run = stack.finished(run_id)
+        assert run["state"] in ("SUCCEEDED", "FAILED"), run
+        assert "the worker stopped" not in run["error"], (run, worker.log_tail())
+        assert [o for o, _ in run["audits"]] == [run["state"].lower()], run
+        _at_before_or_after(stack, before)
+    finally:
+        worker.kill()
+        stack.start_worker("w1-again")
 
 
 def test_redis_restarted_with_tasks_queued_runs_each_exactly_once(stack: Stack) -> None:
