@@ -137,10 +137,14 @@ def task_run_finish(*, task_run_id: int, state: str, result: dict[str, Any] | No
         if state == State.SUCCEEDED:
             fields["progress"] = 100
         with transaction.atomic():  # whoever sees the run finished sees its audit entry
-            if not TaskRun.objects.filter(pk=task_run_id, state=State.RUNNING).update(**fields):
+            written = TaskRun.objects.filter(pk=task_run_id, state=State.RUNNING).update(
+                **fields)
+            run = TaskRun.objects.select_related("created_by").get(pk=task_run_id)
+            if not written:
+                if (run.state, run.result, run.error) == (state, result, error):
+                    return  # an earlier attempt was committed, its answer lost: done already
                 logger.warning("task run %s finished (%s) after it was no longer running",
                                task_run_id, state)
-            run = TaskRun.objects.select_related("created_by").get(pk=task_run_id)
             if task_kinds.KINDS[run.kind].changes_table:
                 audit_run(run, outcome, result=result, error=error, after=after or ("", None),
                            finished_at=now)

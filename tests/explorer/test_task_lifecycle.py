@@ -257,6 +257,29 @@ def test_the_reaper_fails_stale_runs_only(tmp_path: Path, settings: Any) -> None
     assert entry.metadata_after == load(tmp_path, "reap").metadata_location
 
 
+@pytest.mark.django_db(transaction=True)
+def test_an_outcome_written_twice_is_audited_once(tmp_path: Path, settings: Any) -> None:
+    """The finish is written again when its answer was lost (the database dropped the
+    connection after committing it): the second write finds it done and adds nothing; a run
+    the reaper failed meanwhile still gets the entry of how it really ended."""
+    settings.FLOE_WAREHOUSE = str(tmp_path)
+    make_table(tmp_path, "twice")
+    now = timezone.now()
+    run = TaskRun.objects.create(kind="compact", catalog="local", namespace="twice",
+                                 table="events", state="RUNNING", started_at=now,
+                                 heartbeat_at=now)
+    result = {"rewritten_files": 9, "added_files": 3}
+    for _ in range(2):
+        lifecycle.task_run_finish(task_run_id=run.pk, state="SUCCEEDED", result=result)
+    assert list(AuditEntry.objects.filter(task_run_id=run.pk).values_list("outcome", flat=True)
+                ) == ["succeeded"]
+    reaped = TaskRun.objects.create(kind="compact", catalog="local", namespace="twice",
+                                    table="events", state="FAILED", error="the worker stopped",
+                                    started_at=now, heartbeat_at=now)
+    lifecycle.task_run_finish(task_run_id=reaped.pk, state="SUCCEEDED", result=result)
+    assert AuditEntry.objects.get(task_run_id=reaped.pk).outcome == "succeeded"
+
+
 @pytest.mark.django_db
 def test_the_reaper_sends_a_queued_run_again_and_it_runs_once(
         tmp_path: Path, settings: Any, eager: Any) -> None:
