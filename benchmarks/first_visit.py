@@ -10,8 +10,10 @@ opens the overview of ``--table`` and reports, in ms from the start of the navig
 - **html**: the whole HTML received;
 - **numbers**: the first contentful paint (the totals and health are in the HTML);
 - **ready**: DOMContentLoaded;
-- **charts**: the timeline and totals charts drawn by plotly (plotly.js is preloaded by the
-  page's head and run after its first paint);
+- **shown**: the frame that first shows both charts, the timeline and the totals (the server
+  draws them as static SVG into the HTML, explorer/tables/charts.py);
+- **plotly**: both charts drawn by plotly in their place, interactive (plotly.js is preloaded
+  by the page's head and run after its first paint);
 - the bytes of plotly.js transferred and decoded.
 
 With the plotly Python package installed, the same visits are timed once more with its full
@@ -49,14 +51,24 @@ CHROMIUM = os.environ.get("FLOE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
-#: Recorded in the page: when both charts of the overview have plotly's SVG.
+#: Recorded in the page, at the frame that first shows them: both charts of the overview in any
+#: form (the server's static SVG or plotly's), and both drawn by plotly.
 CHARTS_DRAWN = """(() => {
-    const drawn = () => ['timeline', 'totals-chart'].every(id => {
+    const ids = ['timeline', 'totals-chart'];
+    const shown = () => ids.every(id => {
+        const gd = document.getElementById(id);
+        return gd && gd.querySelector('svg.static-chart, svg.main-svg');
+    });
+    const drawn = () => ids.every(id => {
         const gd = document.getElementById(id);
         return gd && gd._fullLayout && gd.querySelector('svg.main-svg');
     });
-    const poll = () => drawn() ? (window.chartsDrawnAt = performance.now())
-                               : requestAnimationFrame(poll);
+    const poll = () => {
+        if (window.chartsShownAt === undefined && shown())
+            window.chartsShownAt = performance.now();
+        if (drawn()) window.chartsDrawnAt = performance.now();
+        else requestAnimationFrame(poll);
+    };
     requestAnimationFrame(poll);
 })();"""
 MEASURE = """() => {
@@ -66,7 +78,7 @@ MEASURE = """() => {
         e => e.name.includes('plotly'));
     return {server: nav.responseStart - nav.requestStart, html: nav.responseEnd,
             numbers: paint ? paint.startTime : null, ready: nav.domContentLoadedEventEnd,
-            charts: window.chartsDrawnAt,
+            shown: window.chartsShownAt, charts: window.chartsDrawnAt,
             plotly_transfer: plotly.reduce((n, e) => n + e.transferSize, 0),
             plotly_decoded: plotly.reduce((n, e) => n + e.decodedBodySize, 0)};
 }"""
@@ -176,9 +188,10 @@ def _report(name: str, rows: list[dict[str, Any]]) -> bool:
 
     kib = rows[-1]["plotly_transfer"] / 1024
     decoded = rows[-1]["plotly_decoded"] / 1024
-    ok = p50("charts") <= TARGET_MS
+    ok = p50("shown") <= TARGET_MS
     print(f"{name:<34} {p50('server'):8.0f} {p50('html'):6.0f} {p50('numbers'):8.0f} "
-          f"{p50('ready'):7.0f} {p50('charts'):7.0f} {kib:8.0f}/{decoded:<6.0f} "
+          f"{p50('ready'):7.0f} {p50('shown'):7.0f} {p50('charts'):7.0f} "
+          f"{kib:8.0f}/{decoded:<6.0f} "
           f"{'ok' if ok else 'OVER'}")
     return ok
 
@@ -201,9 +214,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"server (outside the browser): cold {cold:.0f} ms (first request to a fresh "
               f"web process), warm p50 {warm:.0f} ms")
         print(f"in headless Chromium, first visits (empty cache), p50 of {args.runs}; ms from "
-              f"the start of the navigation; target: charts ≤ {TARGET_MS:.0f} ms")
+              f"the start of the navigation; target: charts shown ≤ {TARGET_MS:.0f} ms")
         print(f"{'plotly.js':<34} {'server':>8} {'html':>6} {'numbers':>8} {'ready':>7} "
-              f"{'charts':>7} {'KiB sent/decoded':>15}")
+              f"{'shown':>7} {'plotly':>7} {'KiB sent/decoded':>15}")
         ok = _report("partial bundle (the site's)", visits(url, args.runs))
         full = _full_plotly()
         if full is not None:

@@ -20,10 +20,12 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
+from django.utils.safestring import SafeString
+
 from explorer.cache import CACHE
 from explorer.catalogs import table_moved
 from explorer.sorting import by_key, sort_rows
-from explorer.tables import selectors
+from explorer.tables import charts, selectors
 from explorer.units import sizes_in_text
 from floe import inspect
 from floe.diff import schema_for_snapshot, schema_history, snapshot_diff, spec_history
@@ -316,6 +318,15 @@ TIMELINE_COLUMNS = (
 
 def snapshot_timeline(*, table: Table) -> dict[str, Any]:
     return _cached(table, "timeline", lambda: _timeline(table))
+
+
+def snapshot_charts(*, table: Table) -> dict[str, SafeString]:
+    """The timeline's charts as the server draws them (explorer.tables.charts), shown until
+    plotly's take their place."""
+    def build() -> dict[str, SafeString]:
+        timeline = snapshot_timeline(table=table)
+        return {"timeline": charts.timeline_svg(timeline), "totals": charts.totals_svg(timeline)}
+    return _cached(table, "timeline-charts", build)
 
 
 def _timeline(table: Table) -> dict[str, Any]:

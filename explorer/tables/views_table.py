@@ -51,7 +51,8 @@ def table_overview(request: HttpRequest, catalog: str, ns: str, table: str) -> H
     return render(request, "explorer/table_overview.html", _context(
         t, overview=st.table_overview(table=t), health=st.table_health_get(table=t),
         health_states=states, sparklines=sparklines,
-        timeline=timeline, snapshot_url=url.replace("/0/", "/{id}/"), running=list(running),
+        timeline=timeline, charts=st.snapshot_charts(table=t) if timeline["count"] else None,
+        snapshot_url=url.replace("/0/", "/{id}/"), running=list(running),
         webgl_from=TIMELINE_WEBGL_FROM,
     ))
 

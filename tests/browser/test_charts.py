@@ -118,3 +118,29 @@ def test_plotly_runs_after_the_numbers_are_shown(page: Any, site: str) -> None:
                            ".filter(n => n.includes('plotly'))")
     assert len(bundle) == 1 and "/static/floe/plotly-partial.min" in bundle[0], bundle
     assert len(preload) == 1 and bundle[0].endswith(preload[0]), (preload, bundle)
+
+
+def test_the_server_draws_the_overview_charts_until_plotly_replaces_them(page: Any,
+                                                                        site: str) -> None:
+    """The timeline and the totals are in the HTML as static SVG (explorer/tables/charts.py),
+    so they are on screen with the page; plotly's interactive charts take their place, and
+    without plotly.js (it cannot load) the static ones stay."""
+    page.add_init_script("""document.addEventListener('DOMContentLoaded', () => {
+        window.staticAtReady = ['timeline', 'totals-chart'].map(id =>
+            document.querySelectorAll('#' + id + ' svg.static-chart').length);
+        window.pointsAtReady = document.querySelectorAll('#timeline svg.static-chart circle')
+            .length;
+    });""")
+    page.goto(site + SESSIONS)
+    _drawn(page, "timeline", ".scatterlayer .trace")
+    _drawn(page, "totals-chart", ".scatterlayer .trace")
+    assert page.evaluate("() => window.staticAtReady") == [1, 1]
+    assert page.evaluate("() => window.pointsAtReady") > 0
+    assert page.locator("svg.static-chart").count() == 0  # replaced
+    screenshot(page, "overview-charts-plotly")
+    page.route("**/plotly-partial.min*.js", lambda route: route.abort())
+    page.goto(site + SESSIONS)
+    page.wait_for_load_state("load")
+    assert page.locator("#timeline svg.static-chart").count() == 1
+    assert page.locator("#totals-chart svg.static-chart path").count() >= 3  # a line a panel
+    screenshot(page, "overview-charts-static")

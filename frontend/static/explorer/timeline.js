@@ -8,6 +8,8 @@
    since plotly reads <b>, <a href> and the like in any text as markup. */
 (function () {
   "use strict";
+  // The server drew both charts as static SVG (explorer/tables/charts.py), on screen with the
+  // page; plotly's interactive charts replace them.
   var el = document.getElementById("timeline");
   var dataEl = document.getElementById("timeline-data");
   if (!el || !dataEl) return;
@@ -79,6 +81,7 @@
                automargin: true },
       xaxis: { type: "date" }
     };
+    el.replaceChildren();  // the server's static chart, until now
     Plotly.newPlot(el, traces, layout,
                    { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["sendDataToCloud"], showSendToCloud: false, showEditInChartStudio: false });
     // Picking the two ends of a diff: the last two snapshots clicked, older first.
@@ -157,6 +160,7 @@
       if (panel.integer) { axis.tickformat = ",d"; axis.dtick = niceStep(max); }
       totalsLayout["yaxis" + (k ? k + 1 : "")] = axis;
     });
+    totalsEl.replaceChildren();
     Plotly.newPlot(totalsEl, totalsTraces, totalsLayout,
                    { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["sendDataToCloud"], showSendToCloud: false, showEditInChartStudio: false });
     totalsEl.on("plotly_click", clicked);
