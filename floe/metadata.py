@@ -13,6 +13,7 @@ import functools
 import gzip
 import json
 import uuid
+import weakref
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ __all__ = [
     "assign_fresh_ids",
     "check_history_order",
     "metadata_from_json",
+    "metadata_text",
     "metadata_to_json",
     "new_table_metadata",
     "partition_type_for",
@@ -537,10 +539,28 @@ def serialize_metadata(md: TableMetadata, compress: bool = False) -> bytes:
     every part goes through json's C encoder (``indent`` falls back to its pure-Python
     encoder, several times slower: the cost of every commit of a table with many
     snapshots)."""
-    data = _layout(metadata_to_json(md)).encode("utf-8")
+    data = metadata_text(md).encode("utf-8")
     if compress:
         return gzip.compress(data, mtime=0)
     return data
+
+
+#: The metadata encoded last and its text: a commit writes the metadata file, and the REST
+#: catalog then answers the same metadata (a CommitTableResponse): one encoding for both. A
+#: weak reference, so it never keeps metadata alive; compared by identity.
+_last_text: tuple[weakref.ref[TableMetadata], str] | None = None
+
+
+def metadata_text(md: TableMetadata) -> str:
+    """The JSON text of ``md`` as a metadata file holds it (:func:`serialize_metadata`,
+    uncompressed); the metadata encoded last is not encoded again."""
+    global _last_text
+    last = _last_text
+    if last is not None and last[0]() is md:
+        return last[1]
+    text = _layout(metadata_to_json(md))
+    _last_text = (weakref.ref(md), text)
+    return text
 
 
 #: One encoder for every part of a metadata file (json.dumps with options makes a new one

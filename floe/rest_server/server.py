@@ -64,7 +64,7 @@ from floe.metadata import (
     METADATA_DIR,
     RESERVED_PROPERTIES,
     TableMetadata,
-    metadata_to_json,
+    metadata_text,
     new_table_metadata,
 )
 from floe.partitioning import PARTITION_FIELD_ID_START, UNPARTITIONED, PartitionSpec
@@ -735,7 +735,7 @@ class RestServer:
                 keep = {r.snapshot_id for r in md.refs.values()}
                 shown = dataclasses.replace(
                     md, snapshots=tuple(s for s in md.snapshots if s.snapshot_id in keep))
-            return _dumps(metadata_to_json(shown))
+            return metadata_text(shown).encode("utf-8")  # as the file holds it
 
         if location is None:
             return build()

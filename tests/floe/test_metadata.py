@@ -14,6 +14,7 @@ from floe.errors import MetadataError, UnsupportedFormatVersion, ValidationError
 from floe.metadata import (
     TableMetadata,
     assign_fresh_ids,
+    metadata_text,
     metadata_to_json,
     new_table_metadata,
     parse_metadata,
@@ -428,6 +429,19 @@ def test_serialized_metadata_has_one_field_and_one_list_element_per_line() -> No
     assert round_trip(md) == md
     bare = dataclasses.replace(md, statistics=())
     assert '  "statistics": [],' in serialize_metadata(bare).decode().splitlines()
+
+
+def test_the_metadata_encoded_last_is_not_encoded_again() -> None:
+    """A commit writes the metadata file and the REST catalog answers the same metadata: the
+    text is encoded once (the same object), and other metadata is encoded afresh."""
+    md = parse(V2)
+    written = serialize_metadata(md)
+    text = metadata_text(md)
+    assert text.encode() == written and metadata_text(md) is text
+    other = dataclasses.replace(md, properties={"k": "v"})
+    assert metadata_text(other) is not text and json.loads(metadata_text(other))[
+        "properties"] == {"k": "v"}
+    assert metadata_text(md) == text  # encoded again: equal, a new object
 
 
 # PyIceberg cannot read v1 inline "manifests", so the cross-check uses the other documents.
