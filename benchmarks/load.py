@@ -230,21 +230,10 @@ def _free_port() -> int:
 @contextlib.contextmanager
 def fresh_database(admin_url: str) -> Iterator[str]:
     """A new PostgreSQL database for this run (a DATABASE_URL), dropped at the end."""
-    from sqlalchemy import create_engine, make_url, text
+    from tests.postgres import fresh_postgres_database
 
-    url = make_url(admin_url)
-    name = f"floe_load_{uuid.uuid4().hex[:10]}"
-    engine = create_engine(url.set(drivername="postgresql+psycopg"),
-                           isolation_level="AUTOCOMMIT")
-    with engine.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    password = f":{url.password}" if url.password else ""
-    try:
-        yield f"postgres://{url.username}{password}@{url.host}:{url.port or 5432}/{name}"
-    finally:
-        with engine.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        engine.dispose()
+    with fresh_postgres_database(admin_url, "floe_load") as url:
+        yield url.set(drivername="postgres").render_as_string(hide_password=False)
 
 
 @contextlib.contextmanager

@@ -56,7 +56,6 @@ import sys
 import tempfile
 import time
 import urllib.parse
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -138,16 +137,10 @@ def _request(conn: http.client.HTTPConnection, method: str, path: str,
 @contextmanager
 def _postgres_database(admin_url: str) -> Iterator[str]:
     """A fresh database on the server ``admin_url`` names (its URL), dropped afterwards."""
-    import psycopg
+    from tests.postgres import fresh_postgres_database
 
-    name = f"floe_bench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urllib.parse.urlsplit(admin_url)._replace(path=f"/{name}").geturl()
-    finally:
-        with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_postgres_database(admin_url, "floe_bench") as url:
+        yield url.render_as_string(hide_password=False)
 
 
 @contextmanager

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,11 +29,11 @@ from tests.factories import (
     write_history_table,
     write_table,
 )
-
 # Real object stores (S3: SeaweedFS with its Iceberg REST catalog, moto; Azure Blob: Azurite;
 # GCS: fake-gcs-server), started by the session when a test asks for them; their facts and the
 # DuckDB / PyIceberg helpers are in that module.
 from tests.object_store import azurite, fake_gcs, moto_s3, seaweedfs  # noqa: F401 - fixtures
+from tests.postgres import fresh_postgres_database
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -140,15 +139,9 @@ def postgres_url() -> Iterator[str]:
         if os.environ.get("FLOE_REQUIRE_POSTGRES") == "1":
             pytest.fail(f"FLOE_REQUIRE_POSTGRES=1 but {why}", pytrace=False)
         pytest.skip(why)
-    name = f"floe_test_{uuid.uuid4().hex[:12]}"
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield admin_url.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    admin.dispose()
+    with fresh_postgres_database(admin_url) as url:
+        yield url.render_as_string(hide_password=False)
 
 
 # -- Headless Chromium ----------------------------------------------------------------------

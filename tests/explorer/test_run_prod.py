@@ -23,9 +23,10 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, make_url, text
 
-from tests.explorer.test_run_supervisor import _alive, _free_port
 from tests.explorer.tasks_support import redis_url
+from tests.explorer.test_run_supervisor import _alive, _free_port
 from tests.factories import SnapshotSpec, write_table
+from tests.postgres import fresh_postgres_database
 
 pytestmark = pytest.mark.slow
 
@@ -36,18 +37,8 @@ STARTUP_TIMEOUT = 90.0
 @pytest.fixture(scope="module")
 def prod_database(postgres_url: str) -> Iterator[str]:
     """A fresh PostgreSQL database for these runs, as a DATABASE_URL."""
-    url = make_url(postgres_url)
-    name = f"floe_prod_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    password = f":{url.password}" if url.password else ""
-    try:
-        yield f"postgres://{url.username}{password}@{url.host}:{url.port or 5432}/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with fresh_postgres_database(postgres_url, "floe_prod") as url:
+        yield url.set(drivername="postgres").render_as_string(hide_password=False)
 
 
 @pytest.fixture(scope="module")

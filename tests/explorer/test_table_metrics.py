@@ -14,7 +14,6 @@ import re
 import shutil
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,6 @@ import pytest
 from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
-from sqlalchemy import create_engine, make_url, text
 
 from explorer.maintenance.metrics import metrics_record_commit, metrics_sweep
 from explorer.models import TableMetrics, TaskRun
@@ -33,6 +31,7 @@ from floe.health import table_metrics
 from floe.maintenance.partition_stats import compute_partition_stats
 from floe.manifest import read_manifest_list
 from tests.explorer.tasks_support import client_for, load, make_table, rows, user_with
+from tests.postgres import fresh_postgres_database
 
 pytestmark = pytest.mark.django_db
 
@@ -348,12 +347,8 @@ def test_two_states_recorded_at_once_leave_one_current_on_postgresql(
         lake: Path, postgres_url: str, tmp_path: Path) -> None:
     """Two threads of one process (their own connections) record two states of one table
     at once, round after round, on a real PostgreSQL (read committed)."""
-    name = f"floe_test_metrics_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(make_url(postgres_url), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(postgres_url).set(drivername="postgres", database=name)
-    try:
+    with fresh_postgres_database(postgres_url, "floe_test_metrics") as database:
+        url = database.set(drivername="postgres")
         base = {k: v for k, v in os.environ.items()
                 if not k.startswith(("FLOE_", "DATABASE_URL", "CELERY_"))}
         done = subprocess.run(
@@ -366,10 +361,6 @@ def test_two_states_recorded_at_once_leave_one_current_on_postgresql(
         result = json.loads(done.stdout.strip().splitlines()[-1])
         assert result["rows"] == 60
         assert result["currents"] == [1] * 30
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def test_the_sweep_marks_the_current_state_again_when_an_older_one_took_the_mark(
