@@ -493,27 +493,40 @@ def test_postgres_down_when_a_run_commits_its_outcome_is_written_once_it_is_back
         stack.start_worker("w1-again")
 
 
-def test_redis_restarted_with_tasks_queued_runs_each_exactly_once(stack: Stack) -> None:
+def _queued_behind_a_compaction(stack: Stack, prefix: str) -> tuple[int, list[int]]:
+    """The worker (one process) busy with a compaction, six tag_create runs (tags
+    ``<prefix>0`` .. ``<prefix>5``) queued behind it: (the compaction's run, the tags')."""
     _lake_table(stack, appends=30)
     assert stack.worker is not None
-    # the worker (one process) busy with a compaction, six changes queued behind it
     busy = stack.submit("compact")
-    tags = [stack.submit("tag_create", name=f"t{i}") for i in range(6)]
+    tags = [stack.submit("tag_create", name=f"{prefix}{i}") for i in range(6)]
     wait_for(lambda: stack.run(busy)["state"] != "QUEUED", 60, "the compaction to start",
              interval=0.02)
-    # a graceful restart (SHUTDOWN SAVE, as a Redis with snapshots does on a restart)
-    stack.redis.restart(keep_data=True, down_for=2.0)
+    return busy, tags
 
-    for run_id in (busy, *tags):
+
+def _tags_made_once(stack: Stack, runs: list[int], prefix: str) -> None:
+    """Each of ``runs`` SUCCEEDED in one attempt with one audit entry, and the six tags
+    ``<prefix>0`` .. ``<prefix>5`` are on the table."""
+    assert stack.worker is not None
+    for run_id in runs:
         run = stack.finished(run_id, timeout=60)
         assert run["state"] == "SUCCEEDED", (run, stack.worker.log_tail())
         assert run["attempts"] == 1 and [o for o, _ in run["audits"]] == ["succeeded"], run
     catalog = stack.lake()
     try:
         refs = catalog.load_table("db.t").metadata.refs
-        assert {f"t{i}" for i in range(6)} <= set(refs), sorted(refs)
+        assert {f"{prefix}{i}" for i in range(6)} <= set(refs), sorted(refs)
     finally:
         catalog.close()
+
+
+def test_redis_restarted_with_tasks_queued_runs_each_exactly_once(stack: Stack) -> None:
+    busy, tags = _queued_behind_a_compaction(stack, "t")
+    assert stack.worker is not None
+    # a graceful restart (SHUTDOWN SAVE, as a Redis with snapshots does on a restart)
+    stack.redis.restart(keep_data=True, down_for=2.0)
+    _tags_made_once(stack, [busy, *tags], "t")
 
     # every message delivered again, as acks_late redelivers one whose ack was lost: the
     # claim refuses each, nothing runs twice
@@ -538,12 +551,7 @@ def test_redis_restarted_without_its_data_the_reaper_sends_the_lost_runs_again(
     """A Redis without persistence (or crashed) loses the queued messages: their runs stay
     QUEUED until the reaper sends them again (FLOE_TASK_REQUEUE_SECONDS after they were sent;
     here the reaper runs as of an hour later), and each then runs exactly once."""
-    _lake_table(stack, appends=30)
-    assert stack.worker is not None
-    busy = stack.submit("compact")
-    tags = [stack.submit("tag_create", name=f"lost{i}") for i in range(6)]
-    wait_for(lambda: stack.run(busy)["state"] != "QUEUED", 60, "the compaction to start",
-             interval=0.02)
+    busy, tags = _queued_behind_a_compaction(stack, "lost")
     stack.redis.restart(keep_data=False, down_for=1.0)
     assert stack.finished(busy)["state"] == "SUCCEEDED"
     time.sleep(3.0)  # the worker is back on the new Redis and idle: the lost runs stay queued
@@ -556,17 +564,7 @@ def test_redis_restarted_without_its_data_the_reaper_sends_the_lost_runs_again(
         "from explorer.tasks.lifecycle import task_runs_reap",
         "print('reaped', task_runs_reap(now=timezone.now() + dt.timedelta(hours=1)))")))
     assert f"'resent_runs': {len(lost)}" in out, (out, lost)
-
-    for run_id in tags:
-        run = stack.finished(run_id, timeout=60)
-        assert run["state"] == "SUCCEEDED", (run, stack.worker.log_tail())
-        assert run["attempts"] == 1 and [o for o, _ in run["audits"]] == ["succeeded"], run
-    catalog = stack.lake()
-    try:
-        refs = catalog.load_table("db.t").metadata.refs
-        assert {f"lost{i}" for i in range(6)} <= set(refs), sorted(refs)
-    finally:
-        catalog.close()
+    _tags_made_once(stack, tags, "lost")
 
 
 def test_a_worker_killed_mid_commit_under_postgres_is_reaped_and_a_retry_succeeds(
