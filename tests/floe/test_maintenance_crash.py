@@ -32,7 +32,24 @@ SCHEMA = Schema(NestedField(1, "id", LONG, required=True), NestedField(2, "s", S
 DAY = 86_400_000
 
 
-def _expire_child(warehouse: str, older_than: int, ready: Any) -> None:
+def _expire_child(warehouse: str, older_than: int, die_after: int | None, ready: Any) -> None:
+    """Expire; with ``die_after``, the process SIGKILLs itself once that many files of the
+    cleanup are deleted (a crash inside the cleanup however fast the machine is)."""
+    if die_after is not None:
+        import threading
+
+        import floe.reachable
+
+        real, lock, done = floe.reachable.delete_file, threading.Lock(), [0]
+
+        def delete_then_die(io: Any, path: str) -> None:
+            real(io, path)
+            with lock:
+                done[0] += 1
+                if done[0] >= die_after:
+                    os.kill(os.getpid(), signal.SIGKILL)
+
+        floe.reachable.delete_file = delete_then_die  # type: ignore[assignment]
     table = FileSystemCatalog("fs", warehouse).load_table("db.t")
     ready.set()
     expire_snapshots(table, older_than_ms=older_than, retain_last=1)
@@ -54,7 +71,7 @@ def _context() -> Any:
 
 def _run_child(ctx: Any, target: Any, args: tuple[Any, ...], delay: float | None) -> float:
     """Start ``target`` in a child; SIGKILL it ``delay`` seconds after it is ready (None:
-    let it finish). Returns how long it ran after being ready."""
+    let it finish, or kill itself). Returns how long it ran after being ready."""
     ready = ctx.Event()
     child = ctx.Process(target=target, args=(*args, ready))
     child.start()
@@ -62,7 +79,7 @@ def _run_child(ctx: Any, target: Any, args: tuple[Any, ...], delay: float | None
     t0 = time.monotonic()
     if delay is None:
         child.join()
-        assert child.exitcode == 0
+        assert child.exitcode in (0, -signal.SIGKILL)
     else:
         time.sleep(delay)
         child.kill()  # SIGKILL (also fine when it already finished)
@@ -119,9 +136,13 @@ def test_sigkill_during_expire_snapshots(tmp_path: Path) -> None:
         plan = expire_snapshots(t, older_than_ms=older_than, retain_last=1, dry_run=True)
         assert plan.files()
         before_location = t.metadata_location
-        # the first run is not killed: it measures how long a run takes
-        took = _run_child(ctx, _expire_child, (warehouse, older_than),
-                          None if trial == 0 else rng.uniform(0.0, 1.2 * runtime))
+        # the first run is not killed: it measures how long a run takes. Then a kill at a
+        # random time (on a busy machine most land before the commit), and every third
+        # trial a crash after a random number of the cleanup's deletes
+        die_after = rng.randint(1, len(plan.files()) - 1) \
+            if trial % 3 == 0 and trial and len(plan.files()) > 1 else None
+        took = _run_child(ctx, _expire_child, (warehouse, older_than, die_after),
+                          None if trial == 0 or die_after else rng.uniform(0.0, 1.2 * runtime))
         runtime = took if trial == 0 else runtime
         remaining = _check_table(catalog)
         t = catalog.load_table("db.t")
