@@ -48,6 +48,16 @@ def _no_ambient_catalog_file(tmp_path_factory: pytest.TempPathFactory) -> None:
         settings.FLOE_CATALOGS = str(empty)
 
 
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Before any fixture's teardown (a test database emptied, a server stopped): the health
+    rows of the test's REST commits are written (explorer.rest.services.HEALTH)."""
+    services = sys.modules.get("explorer.rest.services")
+    if services is not None:
+        assert services.HEALTH.flush(60), "REST commits' health rows still unwritten after 60 s"
+    yield
+
+
 @pytest.fixture(autouse=True)
 def _fresh_explorer_state() -> Iterator[None]:
     """Each test starts with the explorer's cache empty and ends with its catalogs closed

@@ -201,8 +201,8 @@ def metrics_record_commit(*, catalog: str, namespace: str, table: str, location:
     """The row of a state this site just committed (a REST commit), from its metadata only:
     nothing more is read on an engine's commit path (the manifests, small-file numbers and
     partitions stay unknown for it, the live rows too unless the summary says them without
-    a read; :func:`metrics_sweep` completes them). Made inside the caller's transaction: one
-    database commit with the audit entry."""
+    a read; :func:`metrics_sweep` completes them). Written behind the commit's answer
+    (explorer.rest.services.HealthWriter)."""
     key = {"catalog": catalog, "namespace": namespace, "table": table}
     try:
         # max_files=0: from the summary or its bounds, no FileIO at all (None)

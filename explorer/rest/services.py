@@ -17,9 +17,12 @@ reports Floe's own scan planning makes) are kept as :class:`EngineReport` rows b
 
 from __future__ import annotations
 
+import atexit
 import datetime as dt
 import json
 import logging
+import os
+import queue
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -117,7 +120,7 @@ def audit_changes(*, user: Any, engine: str, operation: Operation, changes: Iter
     """One audit entry per change a REST request made (or may have made)."""
     entries = []
     duration = int((finished_at - started_at).total_seconds() * 1000)
-    with transaction.atomic():  # one database commit: the entries and the health rows
+    with transaction.atomic():  # one database commit: the entries
         for change in changes:
             params: dict[str, Any] = {"engine": engine, "operation": operation.name,
                                       **dict(change.detail)}
@@ -134,7 +137,7 @@ def audit_changes(*, user: Any, engine: str, operation: Operation, changes: Iter
                 finished_at=finished_at, duration_ms=duration))
             if change.outcome == "succeeded" and change.metadata_after and change.table and \
                     change.action in _STATE_MAKING:
-                _record_health(change)
+                transaction.on_commit(lambda change=change: HEALTH.put(change))
     return entries
 
 
@@ -154,10 +157,87 @@ def _record_health(change: Change) -> None:
     except Exception:  # the commit is made: its health row is a side matter
         log.warning("the health of %s after a REST commit could not be read", change.table)
         return
-    with transaction.atomic():  # a failure to record leaves the audit entries in place
-        metrics_record_commit(catalog=change.catalog, namespace=".".join(change.namespace),
-                              table=change.table or "", location=change.metadata_after,
-                              metadata=metadata, source=TableMetrics.Source.REST)
+    metrics_record_commit(catalog=change.catalog, namespace=".".join(change.namespace),
+                          table=change.table or "", location=change.metadata_after,
+                          metadata=metadata, source=TableMetrics.Source.REST)
+
+
+class HealthWriter:
+    """Records the health rows of REST commits behind the answers, on one thread of the
+    process, in commit order: an engine's commit waits for its audit entry, not for its
+    health row (about half of a commit's time when written on the request's thread,
+    benchmarks/rest.py).
+
+    A state whose row is not written yet is seen by the fleet view a moment later; a
+    process that dies first loses it, and the next sweep records the table's current state
+    (README: table health). The queue is bounded: when it is full (the database slower than
+    the commits) the request's thread records the row itself. The thread closes its
+    database connection after :data:`IDLE_SECONDS` without work and when flushed."""
+
+    #: Rows waiting at most; beyond, the committing thread writes its own.
+    LIMIT = 10_000
+    #: Idle seconds after which the thread closes its database connection.
+    IDLE_SECONDS = 5.0
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: queue.Queue[Change | threading.Event] = queue.Queue(self.LIMIT)
+        self._pid: int | None = None
+
+    def put(self, change: Change) -> None:
+        self._start()
+        try:
+            self._queue.put_nowait(change)
+        except queue.Full:
+            _record_health(change)
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until every row put before is written and the thread's database connection
+        is closed (tests; a process stopping); False when that took longer than
+        ``timeout``."""
+        if self._pid != os.getpid():
+            return True  # nothing was put in this process
+        done = threading.Event()
+        try:
+            self._queue.put(done, timeout=timeout)
+        except queue.Full:
+            return False
+        return done.wait(timeout)
+
+    def _start(self) -> None:
+        if self._pid == os.getpid():
+            return
+        with self._lock:
+            if self._pid != os.getpid():  # first use in this process (also after a fork)
+                self._queue = queue.Queue(self.LIMIT)
+                threading.Thread(target=self._run, name="floe-rest-health",
+                                 daemon=True).start()
+                self._pid = os.getpid()
+
+    def _run(self) -> None:
+        from django.db import close_old_connections, connections
+
+        while True:
+            try:
+                item = self._queue.get(timeout=self.IDLE_SECONDS)
+            except queue.Empty:
+                connections.close_all()
+                continue
+            if isinstance(item, threading.Event):
+                connections.close_all()
+                item.set()
+                continue
+            try:
+                _record_health(item)
+            except Exception:  # noqa: BLE001 - the thread outlives any one row
+                log.exception("the health of %s after a REST commit was not recorded",
+                              item.table)
+            close_old_connections()  # one that failed, or too old, is opened again
+
+
+#: The process's writer of REST commits' health rows.
+HEALTH = HealthWriter()
+atexit.register(HEALTH.flush, 10.0)
 
 
 # -- metrics reports -------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from api import iceberg_auth
 from explorer.audit.selectors import table_audit
 from explorer.maintenance.metrics import metrics_sweep
 from explorer.models import AuditEntry, CatalogGrant, TableMetrics
+from explorer.rest.services import HEALTH
 from floe.catalog.base import TableIdentifier
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.catalog.rest import RestCatalog
@@ -179,8 +180,9 @@ def test_pyiceberg_creates_appends_and_evolves_and_each_commit_is_the_users(site
                    {"format": "json"}).json()
     assert [(r["source"], r["actor"], r["action"]) for r in doc][0] == (
         "floe", "mia", "rest_commit")
-    # each state a REST commit made has its health row, from the metadata alone; the sweep
-    # finds nothing new
+    # each state a REST commit made has its health row, from the metadata alone, written
+    # behind the answers; the sweep finds nothing new
+    assert HEALTH.flush()
     health = list(TableMetrics.objects.filter(catalog=site.sql, table="events").order_by("id"))
     assert [h.metadata_location for h in health] == [e.metadata_after for e in entries]
     assert {(h.source, h.external) for h in health} == {("rest", False)}

@@ -25,6 +25,7 @@ from rest_framework.test import APIClient
 
 from explorer.maintenance.metrics import metrics_record_commit, metrics_sweep
 from explorer.models import TableMetrics, TaskRun
+from explorer.rest.services import HEALTH
 from floe.catalog.base import TableIdentifier
 from floe.catalog.rest import RestCatalog
 from floe.health import table_metrics
@@ -265,6 +266,7 @@ def test_the_sweep_completes_the_row_of_a_rest_commit(lake: Path, live_server: A
     try:
         table = catalog.load_table(TableIdentifier(("ns",), "events"))
         table.delete_where("id < 150", mode="merge-on-read")
+        assert HEALTH.flush()  # written behind the answer
         (row,) = _rows()
         assert (row.source, row.external, row.metadata_location) == (
             "rest", False, load(lake, "ns").metadata_location)
@@ -291,6 +293,7 @@ def test_the_sweep_completes_the_row_of_a_rest_commit(lake: Path, live_server: A
         # statistics committed through REST: a new state, its partitions filled in later
         assert compute_partition_stats(catalog.load_table(
             TableIdentifier(("ns",), "events"))).committed
+        assert HEALTH.flush()
         stats_row = _rows()[-1]
         assert (stats_row.source, stats_row.partitions) == ("rest", None)
         assert metrics_sweep().completed == 1
@@ -383,3 +386,34 @@ def test_the_sweep_marks_the_current_state_again_when_an_older_one_took_the_mark
     assert [(r.metadata_location, r.current) for r in _rows()] == [
         (newer.metadata_location, True), (older[0], False)]
     assert metrics_sweep().healed == 0
+
+
+def test_the_health_writer_keeps_commit_order_and_writes_inline_when_full(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """REST commits' health rows are written on the writer's thread in the order put; when
+    its queue is full the committing thread writes its own; flush waits for all of them."""
+    import threading
+
+    from explorer.rest import services
+
+    release, first_started = threading.Event(), threading.Event()
+    written: list[tuple[str, str]] = []
+
+    def record(change: Any) -> None:
+        if change == "c1":
+            first_started.set()
+            assert release.wait(30)
+        written.append((change, threading.current_thread().name))
+
+    monkeypatch.setattr(services, "_record_health", record)
+    writer = services.HealthWriter()
+    writer.LIMIT = 1
+    writer.put("c1")  # type: ignore[arg-type]
+    assert first_started.wait(30)
+    writer.put("c2")  # type: ignore[arg-type]  # waits in the queue
+    writer.put("c3")  # type: ignore[arg-type]  # the queue is full: written here
+    assert written == [("c3", threading.current_thread().name)]
+    assert not writer.flush(0.2)  # c1 is still being written
+    release.set()
+    assert writer.flush(30)
+    assert written[1:] == [("c1", "floe-rest-health"), ("c2", "floe-rest-health")]
