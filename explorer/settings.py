@@ -89,6 +89,9 @@ FLOE_ALLOW_ANONYMOUS = envbool(
 FLOE_DEFAULT_ROLE = envchoice("FLOE_DEFAULT_ROLE", "viewer", ("none", "viewer"))
 # Expensive reads (scan plans, previews, exports) a user may start per minute; 0: no limit.
 FLOE_EXPENSIVE_READS_PER_MINUTE = envint("FLOE_EXPENSIVE_READS_PER_MINUTE", "120", minimum=0)
+# Explained scan plans of large table states (explorer.tables.scan.LARGE_PLAN_FILES data
+# files or more: ~2 KB per file while one is made) a web process makes at once; others wait.
+FLOE_LARGE_PLANS_AT_ONCE = envint("FLOE_LARGE_PLANS_AT_ONCE", "1", minimum=1, maximum=64)
 
 # --- tasks ----------------------------------------------------------------------------------
 

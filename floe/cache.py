@@ -5,8 +5,10 @@ delete files), so entries never go stale: a key names a file (or a value compute
 one) and only memory bounds the cache. The bound is a number of entries, or a total weight
 when a ``weigher`` says how heavy each value is (decoded manifests weigh their entry count).
 
-Loads run outside the lock, so one slow file never blocks readers of other keys; two threads
-missing the same key at once may both load it (the values are equal, the last one stays).
+Loads run outside the lock, so one slow file never blocks readers of other keys; threads
+missing a key that another thread is loading wait for that load and share its value (one
+decoded 1M-file manifest set or explained plan in memory, not one per request), or load it
+themselves when it failed (errors are not cached, nor shared).
 """
 
 from __future__ import annotations
@@ -20,6 +22,19 @@ __all__ = ["LRUCache"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
+
+
+class _Loading:
+    """A load in progress: its thread, and once done, whether it gave a value."""
+
+    __slots__ = ("done", "loaded", "owner", "value")
+
+    def __init__(self, owner: int) -> None:
+        self.owner = owner
+        self.done = threading.Event()
+        self.loaded = False
+        self.value: object = None
+
 
 class LRUCache(Generic[K, V]):
     """At most ``max_weight`` in total (each value weighs ``weigher(value)``, default 1, so
@@ -47,6 +62,7 @@ class LRUCache(Generic[K, V]):
         self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
         self._weight = 0
         self._lock = threading.Lock()
+        self._loading: dict[K, _Loading] = {}
         self.hits = 0
         self.misses = 0
 
@@ -64,7 +80,9 @@ class LRUCache(Generic[K, V]):
             return item[0]
 
     def get_or_load(self, key: K, load: Callable[[], V]) -> V:
-        """The cached value, or ``load()`` stored under ``key`` (errors are not cached)."""
+        """The cached value, or ``load()`` stored under ``key`` (errors are not cached). While
+        one thread loads a key, others asking for it wait and get its value."""
+        me = threading.get_ident()
         with self._lock:
             item = self._items.get(key)
             if item is not None:
@@ -72,9 +90,26 @@ class LRUCache(Generic[K, V]):
                 self.hits += 1
                 return item[0]
             self.misses += 1
-        value = load()
-        self.put(key, value)
-        return value
+            loading = self._loading.get(key)
+            mine = loading is None or loading.owner == me  # (a load that asks for its key)
+            if loading is None:
+                loading = self._loading[key] = _Loading(me)
+        if not mine:
+            loading.done.wait()
+            if loading.loaded:
+                return loading.value  # type: ignore[return-value]
+            return self.get_or_load(key, load)  # it failed: try for ourselves
+        try:
+            value = load()
+            loading.value, loading.loaded = value, True
+            self.put(key, value)
+            return value
+        finally:
+            if loading.owner == me:
+                with self._lock:
+                    if self._loading.get(key) is loading:
+                        del self._loading[key]
+                loading.done.set()
 
     def __contains__(self, key: object) -> bool:
         with self._lock:

@@ -8,14 +8,17 @@ once; decoded manifests are shared through the planner's cache in :mod:`explorer
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import io as _pyio
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from django.conf import settings
 
 from explorer.cache import CACHE
 from explorer.values import CsvWriter
@@ -155,12 +158,41 @@ def columns_parse(*, table: Table, selection: Selection, text: str) -> list[str]
 # --- plans ------------------------------------------------------------------------------------
 
 
+#: A table state with this many data files or more (its snapshot summary's
+#: ``total-data-files``; unknown counts as large) is planned under :func:`_large_plan`.
+LARGE_PLAN_FILES = 100_000
+_large_plans: threading.BoundedSemaphore | None = None
+_large_plans_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _large_plan(table: Table, selection: Selection) -> Iterator[None]:
+    """At most ``FLOE_LARGE_PLANS_AT_ONCE`` explained plans of large states at once in this
+    process: one holds a decision (~2 KB) per file while it is made, ~2 GB for a 1M-file
+    table, so concurrent requests for different filters would otherwise add up. A request
+    for a plan another thread is making waits for that one (the cache shares it)."""
+    global _large_plans
+    snap = select_snapshot(table.metadata, selection.snapshot_id, selection.as_of_ms,
+                           selection.ref).snapshot
+    files = snap.summary.get("total-data-files") if snap is not None else "0"
+    if files is not None and files.isdigit() and int(files) < LARGE_PLAN_FILES:
+        yield
+        return
+    with _large_plans_lock:
+        if _large_plans is None:
+            _large_plans = threading.BoundedSemaphore(settings.FLOE_LARGE_PLANS_AT_ONCE)
+    with _large_plans:
+        yield
+
+
 def table_plan(*, table: Table, selection: Selection, row_filter: str | None) -> ScanPlan:
     """The explained plan of a table state (cached: paging through it plans once)."""
     def load() -> ScanPlan:
-        return plan_files(table.io, table.metadata, snapshot_id=selection.snapshot_id,
-                          as_of_ms=selection.as_of_ms, ref=selection.ref, row_filter=row_filter,
-                          explain=True, cache=CACHE.live, processes=False)
+        with _large_plan(table, selection):
+            return plan_files(table.io, table.metadata, snapshot_id=selection.snapshot_id,
+                              as_of_ms=selection.as_of_ms, ref=selection.ref,
+                              row_filter=row_filter, explain=True, cache=CACHE.live,
+                              processes=False)
 
     plan: ScanPlan = CACHE.scans.get_or_load(
         (table.metadata_location, "plan", selection.key(), row_filter), load)

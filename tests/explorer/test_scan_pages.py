@@ -248,3 +248,54 @@ def test_a_corrupt_manifest_is_named_not_a_500(client: Client, demo: Path) -> No
         response = client.get(f"{EVENTS}/{page}/")
         assert response.status_code == 422, page
         assert os.path.basename(manifest) in response.content.decode()
+
+
+def test_large_plans_are_made_one_at_a_time_and_one_plan_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings) -> None:  # type: ignore[no-untyped-def]
+    """Explained plans of large states (every state here, with the bound at 0 files) are made
+    one at a time per process (FLOE_LARGE_PLANS_AT_ONCE = 1); threads asking for one plan
+    being made wait for it."""
+    import threading
+    import time
+
+    from explorer.tables import scan
+
+    settings.FLOE_WAREHOUSE = str(tmp_path)
+    create_demo_warehouse(str(tmp_path))
+    table = directory_table(str(tmp_path / "sales" / "orders"))
+    monkeypatch.setattr(scan, "LARGE_PLAN_FILES", 0)
+    monkeypatch.setattr(scan, "_large_plans", None)
+    running, most, made = [0], [0], []
+    lock = threading.Lock()
+    real = scan.plan_files
+
+    def plan(*args, **kwargs):  # type: ignore[no-untyped-def]
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+            made.append(kwargs["row_filter"])
+        time.sleep(0.1)
+        try:
+            return real(*args, **kwargs)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(scan, "plan_files", plan)
+    filters = ["order_id > 1", "order_id > 2", "order_id > 3", None, "order_id > 1", None]
+    start = threading.Barrier(len(filters))
+    plans: list[object] = [None] * len(filters)
+
+    def ask(i: int) -> None:
+        start.wait()
+        plans[i] = scan.table_plan(table=table, selection=scan.Selection(),
+                                   row_filter=filters[i])
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(filters))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 1
+    assert sorted(made, key=str) == sorted(set(filters), key=str)  # each plan made once
+    assert plans[0] is plans[4] and plans[3] is plans[5]

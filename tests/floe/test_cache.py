@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -99,3 +100,64 @@ def test_floe_caches_are_lru_caches() -> None:
     deletes = DeleteCache(max_files=1)
     assert isinstance(deletes, LRUCache) and deletes.max_files == 1
     assert len(deletes) == 0  # empty, yet a DeleteCache passed to a reader is used (not `or`)
+
+
+def test_threads_missing_one_key_share_one_load() -> None:
+    cache: LRUCache[str, object] = LRUCache(10)
+    calls: list[int] = []
+    start = threading.Barrier(8)
+
+    def load() -> object:
+        calls.append(threading.get_ident())
+        time.sleep(0.2)
+        return object()
+
+    got: list[object] = []
+
+    def ask() -> None:
+        start.wait()
+        got.append(cache.get_or_load("k", load))
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and len(got) == 8 and len({id(v) for v in got}) == 1
+
+
+def test_a_failed_load_is_not_shared_and_a_too_heavy_value_still_reaches_the_waiters() -> None:
+    cache: LRUCache[str, list[int]] = LRUCache(3, weigher=len)
+    started = threading.Event()
+    calls: list[str] = []
+
+    def failing() -> list[int]:
+        calls.append("fail")
+        started.set()
+        time.sleep(0.2)
+        raise OSError("gone")
+
+    def heavy() -> list[int]:
+        calls.append("heavy")
+        return [1, 2, 3, 4]  # heavier than the whole cache: returned, not kept
+
+    got: list[list[int]] = []
+    waiter = threading.Thread(target=lambda: got.append(cache.get_or_load("k", heavy)))
+    errors: list[BaseException] = []
+
+    def first() -> None:
+        try:
+            cache.get_or_load("k", failing)
+        except OSError as e:
+            errors.append(e)
+
+    t = threading.Thread(target=first)
+    t.start()
+    assert started.wait(10)
+    waiter.start()
+    t.join()
+    waiter.join()
+    assert [str(e) for e in errors] == ["gone"]
+    assert calls == ["fail", "heavy"] and got == [[1, 2, 3, 4]] and "k" not in cache
+    # a load that asks for its own key loads it again instead of waiting for itself
+    assert cache.get_or_load("r", lambda: [len(cache.get_or_load("r", lambda: [7]))]) == [1]
