@@ -12,6 +12,7 @@ each part, ``"ok"`` or why not, without a secret (passwords in URLs are redacted
 from __future__ import annotations
 
 import concurrent.futures
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -93,26 +94,47 @@ def readiness() -> tuple[bool, dict[str, Any]]:
     return ready, {"status": "ready" if ready else "not ready", **body}
 
 
+#: Checks still running, by part: a probe finds the one an earlier probe started (a hanging
+#: catalog keeps one thread, not one per probe).
+_running: dict[tuple[str, ...], concurrent.futures.Future[str]] = {}
+_running_lock = threading.Lock()
+
+
+def _check(key: tuple[str, ...], check: Callable[[], str]) -> concurrent.futures.Future[str]:
+    """The running check of ``key``, or a new one on a thread of its own."""
+    with _running_lock:
+        future = _running.get(key)
+        if future is not None and not future.done():
+            return future
+        future = _running[key] = concurrent.futures.Future()
+
+    def run() -> None:
+        future.set_running_or_notify_cancel()
+        try:
+            future.set_result(check())
+        except BaseException as exc:  # noqa: BLE001 - reported in the answer
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name=f"floe-readyz-{'-'.join(key)}", daemon=True).start()
+    return future
+
+
 def _run_bounded(checks: dict[tuple[str, ...], Callable[[], str]],
                  timeout: float) -> dict[tuple[str, ...], str]:
     """Every check at once, each in its own thread; one still running after ``timeout``
-    seconds is reported as such (its thread is left to finish on its own)."""
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=len(checks),
-                                                 thread_name_prefix="floe-readyz")
-    try:
-        futures = {key: pool.submit(check) for key, check in checks.items()}
-        concurrent.futures.wait(futures.values(), timeout=timeout)
-        results = {}
-        for key, future in futures.items():
-            if not future.done():
-                results[key] = f"unreachable: no answer within {timeout:g} s"
-            elif (exc := future.exception()) is not None:
-                results[key] = f"unreachable: {_why(exc)}"
-            else:
-                results[key] = future.result()
-        return results
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+    seconds is reported as such and left to finish on its own: until it does, later probes
+    wait for it instead of starting another (at most one thread per part)."""
+    futures = {key: _check(key, check) for key, check in checks.items()}
+    concurrent.futures.wait(futures.values(), timeout=timeout)
+    results = {}
+    for key, future in futures.items():
+        if not future.done():
+            results[key] = f"unreachable: no answer within {timeout:g} s"
+        elif (exc := future.exception()) is not None:
+            results[key] = f"unreachable: {_why(exc)}"
+        else:
+            results[key] = future.result()
+    return results
 
 
 def _why(exc: BaseException) -> str:

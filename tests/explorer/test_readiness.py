@@ -5,6 +5,7 @@ without a secret. The production processes are in test_run_prod."""
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -81,3 +82,10 @@ def test_a_catalog_that_does_not_answer_is_reported_in_bounded_time(
     assert response.status_code == 503
     assert response.json()["catalogs"] == {"local": "ok",
                                            "silent": "unreachable: no answer within 0.5 s"}
+
+    # probes while that check still waits start no other: one thread per part at most
+    for _ in range(3):
+        again = probe.get("/readyz")
+        assert again.json()["catalogs"]["silent"] == "unreachable: no answer within 0.5 s"
+    checking = [t for t in threading.enumerate() if t.name == "floe-readyz-catalogs-silent"]
+    assert len(checking) == 1, checking
