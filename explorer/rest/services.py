@@ -181,7 +181,7 @@ class HealthWriter:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._queue: queue.Queue[Change | threading.Event] = queue.Queue(self.LIMIT)
+        self._queue: queue.Queue[Change | threading.Event]  # made by _start, per process
         self._pid: int | None = None
 
     def put(self, change: Change) -> None:

@@ -126,23 +126,22 @@ def test_threads_missing_one_key_share_one_load() -> None:
     assert len(calls) == 1 and len(got) == 8 and len({id(v) for v in got}) == 1
 
 
-def test_a_failed_load_is_not_shared_and_a_too_heavy_value_still_reaches_the_waiters() -> None:
-    cache: LRUCache[str, list[int]] = LRUCache(3, weigher=len)
+def test_a_failed_load_is_not_shared_the_waiter_loads_after_it() -> None:
+    cache: LRUCache[str, list[int]] = LRUCache(10)
     started = threading.Event()
-    calls: list[str] = []
+    events: list[str] = []
 
     def failing() -> list[int]:
-        calls.append("fail")
+        events.append("fail starts")
         started.set()
-        time.sleep(0.2)
+        time.sleep(0.3)
+        events.append("fail ends")
         raise OSError("gone")
 
-    def heavy() -> list[int]:
-        calls.append("heavy")
-        return [1, 2, 3, 4]  # heavier than the whole cache: returned, not kept
+    def own() -> list[int]:
+        events.append("own load")
+        return [1]
 
-    got: list[list[int]] = []
-    waiter = threading.Thread(target=lambda: got.append(cache.get_or_load("k", heavy)))
     errors: list[BaseException] = []
 
     def first() -> None:
@@ -151,13 +150,41 @@ def test_a_failed_load_is_not_shared_and_a_too_heavy_value_still_reaches_the_wai
         except OSError as e:
             errors.append(e)
 
+    got: list[list[int]] = []
     t = threading.Thread(target=first)
     t.start()
     assert started.wait(10)
+    waiter = threading.Thread(target=lambda: got.append(cache.get_or_load("k", own)))
     waiter.start()
     t.join()
     waiter.join()
+    # the waiter waited for the failed load, then loaded for itself (the error is not shared)
     assert [str(e) for e in errors] == ["gone"]
-    assert calls == ["fail", "heavy"] and got == [[1, 2, 3, 4]] and "k" not in cache
+    assert events == ["fail starts", "fail ends", "own load"] and got == [[1]]
+    assert cache.get("k") == [1]
     # a load that asks for its own key loads it again instead of waiting for itself
     assert cache.get_or_load("r", lambda: [len(cache.get_or_load("r", lambda: [7]))]) == [1]
+
+
+def test_a_value_too_heavy_to_keep_still_reaches_the_threads_that_waited_for_it() -> None:
+    cache: LRUCache[str, list[int]] = LRUCache(3, weigher=len)
+    calls: list[int] = []
+    start = threading.Barrier(4)
+
+    def heavy() -> list[int]:
+        calls.append(1)
+        time.sleep(0.2)
+        return [1, 2, 3, 4]  # heavier than the whole cache: returned, not kept
+
+    got: list[list[int]] = []
+
+    def ask() -> None:
+        start.wait()
+        got.append(cache.get_or_load("k", heavy))
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and got == [[1, 2, 3, 4]] * 4 and "k" not in cache
