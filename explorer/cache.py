@@ -26,7 +26,7 @@ from floe.cache import LRUCache
 from floe.catalog.base import METADATA_CACHE
 from floe.manifest import ManifestEntry
 from floe.partition_stats import TablePartitionStats
-from floe.scan.manifests import ManifestCache
+from floe.scan.manifests import DEFAULT_CACHE, ManifestCache
 
 __all__ = ["CACHE", "ExplorerCache", "clear"]
 
@@ -96,5 +96,9 @@ CACHE = ExplorerCache()
 
 
 def clear() -> None:
-    """Forget everything cached (tests; nothing else needs it: keys never go stale)."""
+    """Forget everything cached in this process: the explorer's cache and floe's own
+    manifest cache (:data:`floe.scan.manifests.DEFAULT_CACHE`, which maintenance reads
+    through). Keys never go stale; tests and a worker after each task
+    (explorer.celery) call it."""
     CACHE.clear()
+    DEFAULT_CACHE.clear()

@@ -8,7 +8,7 @@ Start a worker with ``celery -A explorer worker`` (``python -m explorer.run`` do
 import os
 
 from celery import Celery
-from celery.signals import worker_process_init
+from celery.signals import task_postrun, worker_process_init
 from kombu.transport import TRANSPORT_ALIASES
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "explorer.settings")
@@ -35,3 +35,20 @@ def _yield_to_the_web(**_: object) -> None:
         wanted = settings.FLOE_WORKER_CPUS or len(cores)
         if wanted < len(cores):
             os.sched_setaffinity(0, set(cores[-wanted:]))
+
+
+@task_postrun.connect
+def _keep_nothing_of_a_task(task: object = None, **_: object) -> None:
+    """A pool process keeps nothing of a finished task in memory: a task reads states and
+    manifests no later task asks for again (each commit makes new ones), so caches kept
+    across tasks would only fill up to their bounds, sized for the web's many readers, and
+    the process grow for hours. The next task reads through the persistent manifest cache.
+    A task run eagerly (in the caller's process, as tests do) leaves the caller's caches."""
+    if getattr(getattr(task, "request", None), "is_eager", False):
+        return
+    import pyarrow as pa
+
+    from explorer import cache
+
+    cache.clear()
+    pa.default_memory_pool().release_unused()

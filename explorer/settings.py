@@ -124,6 +124,12 @@ FLOE_WORKER_NICE = envint("FLOE_WORKER_NICE", "10", minimum=0, maximum=19)
 # free for the web server; 0 means all of them.
 FLOE_WORKER_CPUS = envint("FLOE_WORKER_CPUS", str(max(1, (os.cpu_count() or 1) - 1)),
                           minimum=0)
+# The allocator behind pyarrow's buffers in every process of the site (explorer.apps): the
+# C library's malloc by default. pyarrow's own default (mimalloc) keeps what a compaction
+# or a Parquet read freed in per-thread heaps, so a long-running process grows with each
+# one; "mimalloc" / "jemalloc" choose pyarrow's others.
+FLOE_ARROW_MEMORY_POOL = envchoice("FLOE_ARROW_MEMORY_POOL", "system",
+                                   ("system", "mimalloc", "jemalloc"))
 # The Iceberg REST catalog served under /iceberg/ (api/views_iceberg.py): seconds an OAuth2
 # access token lives, the largest request body read, and the names of each catalog's
 # storage properties handed to clients with its tables (a loadTable's config; none unless
