@@ -7,7 +7,7 @@ ORACLE_SETUP := $(abspath ..)/shared/tools/iceberg-oracle/setup
 
 .PHONY: install run serve-prod test test-fast bench clean pipeline
 
-$(STAMP): pyproject.toml requirements.lock
+$(STAMP): pyproject.toml setup.py requirements.lock floe/_native.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c requirements.lock -e '.[dev]'

@@ -1,0 +1,732 @@
+/*
+ * floe._native: decodes the records of a manifest's Avro blocks straight into columns.
+ *
+ * The Python glue (floe/scan/native.py) compiles the manifest's writer schema into a
+ * "program": a flat sequence of integers, one node per Avro type, in which the fields the
+ * cache keeps are "capture" nodes naming an output column and every other field is a "skip"
+ * node. decode() runs the program once per record over the decompressed bytes of each
+ * block and appends the captured values to growable column buffers laid out as Arrow lays
+ * them out (validity bitmaps, little-endian values, int32 offsets), which the glue wraps
+ * with pyarrow.Array.from_buffers.
+ *
+ * The bytes are anyone's: every varint, length and count is checked against the bytes left
+ * before it is used (each check is marked "bounds:"), so hostile bytes raise Truncated or
+ * Corrupt and never read outside the block or allocate more than the block justifies.
+ * Values the Python decoder would decode into something the cache cannot store the same way
+ * (a varint beyond 64 bits) raise Unsupported: the glue then falls back to the Python
+ * decoder, the reference.
+ *
+ * Node layout (opcode first, then its arguments):
+ *   skip nodes:    NULL | BOOL | LONG | FLOAT | DOUBLE | BYTES | STRING | FIXED size |
+ *                  ENUM nsymbols | RECORD nfields <nodes> | UNION nbranches <nodes> |
+ *                  ARRAY <node> | MAP <value node>
+ *   capture nodes: C_NULL col | C_LONG col | C_FLOAT col | C_DOUBLE col | C_BOOL col |
+ *                  C_BYTES col | C_STRING col | C_LONGS col | C_INTMAP col | C_BYTESMAP col
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+enum {
+    OP_NULL = 0, OP_BOOL, OP_LONG, OP_FLOAT, OP_DOUBLE, OP_BYTES, OP_STRING, OP_FIXED,
+    OP_ENUM, OP_RECORD, OP_UNION, OP_ARRAY, OP_MAP,
+    OP_C_NULL = 20, OP_C_LONG, OP_C_FLOAT, OP_C_DOUBLE, OP_C_BOOL, OP_C_BYTES, OP_C_STRING,
+    OP_C_LONGS, OP_C_INTMAP, OP_C_BYTESMAP
+};
+
+/* Column kinds (what the glue turns into which Arrow type). */
+enum { K_INT64 = 0, K_DOUBLE, K_BOOL, K_BINARY, K_LIST };
+
+#define MAX_DEPTH 64
+#define MAX_COLUMNS 256
+#define MAX_PROGRAM 65536
+
+static PyObject *TruncatedError, *CorruptError, *UnsupportedError;
+
+/* -- growable buffers ------------------------------------------------------------------ */
+
+typedef struct {
+    char *p;
+    Py_ssize_t len, cap;
+} Buf;
+
+/* Room for `extra` more bytes; new bytes are zeroed (bitmaps rely on it). */
+static int buf_reserve(Buf *b, Py_ssize_t extra) {
+    if (extra < 0 || b->len > PY_SSIZE_T_MAX - extra) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t need = b->len + extra;
+    if (need <= b->cap)
+        return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 256;
+    while (cap < need) {
+        if (cap > PY_SSIZE_T_MAX / 2) {
+            cap = need;
+            break;
+        }
+        cap *= 2;
+    }
+    char *p = PyMem_Realloc(b->p, (size_t)cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(p + b->cap, 0, (size_t)(cap - b->cap));
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static int buf_append(Buf *b, const void *src, Py_ssize_t n) {
+    if (buf_reserve(b, n) < 0)
+        return -1;
+    if (n)
+        memcpy(b->p + b->len, src, (size_t)n);
+    b->len += n;
+    return 0;
+}
+
+/* Bit `i` of a bitmap kept in `b` (grown to hold it, zero-filled). */
+static int bit_set(Buf *b, Py_ssize_t i, int value) {
+    Py_ssize_t byte = i >> 3;
+    if (byte >= b->len) {
+        if (buf_reserve(b, byte + 1 - b->len) < 0)
+            return -1;
+        b->len = byte + 1;
+    }
+    if (value)
+        b->p[byte] |= (char)(1 << (i & 7));
+    return 0;
+}
+
+/* -- columns --------------------------------------------------------------------------- */
+
+typedef struct {
+    int kind;
+    Py_ssize_t length, null_count;
+    Buf validity; /* one bit per value */
+    Buf values;   /* int64 / double values, or the bits of booleans */
+    Buf offsets;  /* int32 offsets of binary values and of lists */
+    Buf data;     /* bytes of binary values; int64 items of lists */
+} Column;
+
+static int col_offset(Column *c, Py_ssize_t end) {
+    /* bounds: Arrow's binary and list offsets are int32 */
+    if (end > INT32_MAX) {
+        PyErr_SetString(UnsupportedError, "a column holds more than 2 GiB");
+        return -1;
+    }
+    int32_t o = (int32_t)end;
+    return buf_append(&c->offsets, &o, sizeof o);
+}
+
+static int col_valid(Column *c, int valid) {
+    if (bit_set(&c->validity, c->length, valid) < 0)
+        return -1;
+    if (!valid)
+        c->null_count++;
+    c->length++;
+    return 0;
+}
+
+static int col_null(Column *c) {
+    switch (c->kind) {
+    case K_INT64:
+    case K_DOUBLE: {
+        int64_t zero = 0;
+        if (buf_append(&c->values, &zero, sizeof zero) < 0)
+            return -1;
+        break;
+    }
+    case K_BOOL:
+        if (bit_set(&c->values, c->length, 0) < 0)
+            return -1;
+        break;
+    case K_BINARY:
+        if (col_offset(c, c->data.len) < 0)
+            return -1;
+        break;
+    case K_LIST:
+        if (col_offset(c, c->data.len / 8) < 0)
+            return -1;
+        break;
+    }
+    return col_valid(c, 0);
+}
+
+/* -- reading --------------------------------------------------------------------------- */
+
+typedef struct {
+    const uint8_t *p, *end;
+    const int32_t *prog;
+    Py_ssize_t prog_len;
+    Column *cols;
+    Py_ssize_t ncols;
+} Decoder;
+
+static int truncated(void) {
+    PyErr_SetString(TruncatedError, "truncated");
+    return -1;
+}
+
+static int corrupt(const char *msg) {
+    PyErr_SetString(CorruptError, msg);
+    return -1;
+}
+
+/* A zig-zag varint, as floe.avro.read_long reads it: at most 10 bytes. `*big` is set
+ * when the value does not fit 64 bits (Python reads it as a larger int). */
+static int read_varint(Decoder *d, int64_t *out, int *big) {
+    uint64_t v = 0;
+    *big = 0;
+    for (int i = 0; i < 10; i++) {
+        /* bounds: each byte of the varint must be in the block */
+        if (d->p >= d->end)
+            return truncated();
+        uint8_t b = *d->p++;
+        if (i == 9) {
+            /* bounds: a 10th byte with a continuation bit is an 11-byte varint */
+            if (b & 0x80)
+                return corrupt("varint longer than 10 bytes");
+            if (b > 1)
+                *big = 1;
+        }
+        v |= (uint64_t)(b & 0x7F) << (7 * i);
+        if (!(b & 0x80)) {
+            *out = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
+            return 0;
+        }
+    }
+    return corrupt("varint longer than 10 bytes"); /* not reached */
+}
+
+/* A varint used as a value: one beyond 64 bits is declined. */
+static int read_value(Decoder *d, int64_t *out) {
+    int big;
+    if (read_varint(d, out, &big) < 0)
+        return -1;
+    if (big) {
+        PyErr_SetString(UnsupportedError, "a varint beyond 64 bits");
+        return -1;
+    }
+    return 0;
+}
+
+/* A length (of bytes or a string): checked against the bytes left. */
+static int read_length(Decoder *d, Py_ssize_t *out) {
+    int64_t n;
+    int big;
+    if (read_varint(d, &n, &big) < 0)
+        return -1;
+    if (big)
+        return truncated(); /* bounds: longer than any block */
+    if (n < 0)
+        return corrupt("negative length");
+    /* bounds: the bytes must be in the block */
+    if (n > d->end - d->p)
+        return truncated();
+    *out = (Py_ssize_t)n;
+    return 0;
+}
+
+/* The item count of the next block of an array or map (0 at the end), as the Python
+ * decoder reads it: a negative count is followed by the block's size in bytes (ignored).
+ * `min_bytes` is the least each item takes: more items than the bytes left can hold is
+ * refused, which bounds a count of 2^62. */
+static int read_count(Decoder *d, Py_ssize_t *out, Py_ssize_t min_bytes) {
+    int64_t n, size;
+    int big;
+    if (read_varint(d, &n, &big) < 0)
+        return -1;
+    if (big || n == INT64_MIN)
+        return truncated(); /* bounds: more items than any block holds */
+    if (n < 0) {
+        n = -n;
+        if (read_varint(d, &size, &big) < 0)
+            return -1;
+    }
+    /* bounds: each item takes at least one byte (two for the varints of an int map) */
+    if (n > (d->end - d->p) / min_bytes)
+        return truncated();
+    *out = (Py_ssize_t)n;
+    return 0;
+}
+
+/* Strict UTF-8, as Python's bytes.decode() accepts it (no surrogates, no overlong forms). */
+static int utf8_valid(const uint8_t *s, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n) {
+        uint8_t c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        int more;
+        uint8_t lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF)
+            more = 1;
+        else if (c == 0xE0)
+            more = 2, lo = 0xA0;
+        else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF)
+            more = 2;
+        else if (c == 0xED)
+            more = 2, hi = 0x9F;
+        else if (c == 0xF0)
+            more = 3, lo = 0x90;
+        else if (c >= 0xF1 && c <= 0xF3)
+            more = 3;
+        else if (c == 0xF4)
+            more = 3, hi = 0x8F;
+        else
+            return 0;
+        /* bounds: the continuation bytes must be in the string */
+        if (more > n - i - 1)
+            return 0;
+        if (s[i + 1] < lo || s[i + 1] > hi)
+            return 0;
+        for (int k = 2; k <= more; k++)
+            if (s[i + k] < 0x80 || s[i + k] > 0xBF)
+                return 0;
+        i += more + 1;
+    }
+    return 1;
+}
+
+/* The program word at `*pc` (advanced). */
+static int word(Decoder *d, Py_ssize_t *pc, int32_t *out) {
+    /* bounds: the program is built by the glue, but is checked like the bytes */
+    if (*pc >= d->prog_len) {
+        PyErr_SetString(PyExc_ValueError, "malformed program");
+        return -1;
+    }
+    *out = d->prog[(*pc)++];
+    return 0;
+}
+
+/* The column named at `*pc`, which must be of `kind` (-1: any). */
+static int column(Decoder *d, Py_ssize_t *pc, Column **out, int kind) {
+    int32_t k;
+    if (word(d, pc, &k) < 0)
+        return -1;
+    /* bounds: the column must exist and be of the kind the opcode writes */
+    if (k < 0 || k >= d->ncols || (kind >= 0 && d->cols[k].kind != kind)) {
+        PyErr_SetString(PyExc_ValueError, "malformed program: bad column");
+        return -1;
+    }
+    *out = &d->cols[k];
+    return 0;
+}
+
+/* Past the node at `pc` without reading any bytes (an untaken union branch). */
+static int skip_node(Decoder *d, Py_ssize_t *pc, int depth) {
+    int32_t op, n;
+    if (depth > MAX_DEPTH) {
+        PyErr_SetString(PyExc_ValueError, "malformed program: too deep");
+        return -1;
+    }
+    if (word(d, pc, &op) < 0)
+        return -1;
+    switch (op) {
+    case OP_NULL: case OP_BOOL: case OP_LONG: case OP_FLOAT: case OP_DOUBLE: case OP_BYTES:
+    case OP_STRING:
+        return 0;
+    case OP_FIXED: case OP_ENUM:
+    case OP_C_NULL: case OP_C_LONG: case OP_C_FLOAT: case OP_C_DOUBLE: case OP_C_BOOL:
+    case OP_C_BYTES: case OP_C_STRING: case OP_C_LONGS: case OP_C_INTMAP: case OP_C_BYTESMAP:
+        return word(d, pc, &n);
+    case OP_RECORD: case OP_UNION:
+        if (word(d, pc, &n) < 0)
+            return -1;
+        for (int32_t i = 0; i < n; i++)
+            if (skip_node(d, pc, depth + 1) < 0)
+                return -1;
+        return 0;
+    case OP_ARRAY: case OP_MAP:
+        return skip_node(d, pc, depth + 1);
+    }
+    PyErr_SetString(PyExc_ValueError, "malformed program: bad opcode");
+    return -1;
+}
+
+/* Past `n` entries of a map<int, long> kept as bytes: each varint at most 10 bytes. */
+static int skip_int_entries(Decoder *d, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < 2 * n; i++) {
+        int k = 0;
+        for (;;) {
+            /* bounds: each byte of the varint must be in the block */
+            if (d->p >= d->end)
+                return truncated();
+            uint8_t b = *d->p++;
+            if (!(b & 0x80))
+                break;
+            /* bounds: 9 continuation bytes at most, like floe.avro._skip_varints */
+            if (++k > 9)
+                return truncated();
+        }
+    }
+    return 0;
+}
+
+/* Past `n` entries of a map<int, bytes> kept as bytes (floe.avro._skip_bytes_entries). */
+static int skip_bytes_entries(Decoder *d, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        for (;;) { /* the key: continuation bytes then a last byte */
+            /* bounds: each byte of the key must be in the block */
+            if (d->p >= d->end)
+                return truncated();
+            if (!(*d->p++ & 0x80))
+                break;
+        }
+        Py_ssize_t len;
+        if (read_length(d, &len) < 0) /* bounds: checked against the bytes left */
+            return -1;
+        d->p += len;
+    }
+    return 0;
+}
+
+/* Decodes one value of the node at `pc` (advanced past it). */
+static int run(Decoder *d, Py_ssize_t *pc, int depth) {
+    int32_t op, n;
+    int64_t v;
+    Py_ssize_t len, count;
+    Column *c;
+    const uint8_t *start;
+
+    if (depth > MAX_DEPTH) {
+        PyErr_SetString(PyExc_ValueError, "malformed program: too deep");
+        return -1;
+    }
+    if (word(d, pc, &op) < 0)
+        return -1;
+    switch (op) {
+    case OP_NULL:
+        return 0;
+    case OP_BOOL:
+        /* bounds: one byte */
+        if (d->p >= d->end)
+            return truncated();
+        d->p++;
+        return 0;
+    case OP_LONG: {
+        int big;
+        return read_varint(d, &v, &big); /* a skipped value may exceed 64 bits */
+    }
+    case OP_FLOAT:
+    case OP_DOUBLE:
+        len = op == OP_FLOAT ? 4 : 8;
+        /* bounds: the value must be in the block */
+        if (d->end - d->p < len)
+            return truncated();
+        d->p += len;
+        return 0;
+    case OP_BYTES:
+    case OP_STRING:
+        if (read_length(d, &len) < 0) /* bounds: checked against the bytes left */
+            return -1;
+        if (op == OP_STRING && !utf8_valid(d->p, len))
+            return corrupt("a string that is not UTF-8");
+        d->p += len;
+        return 0;
+    case OP_FIXED:
+        if (word(d, pc, &n) < 0)
+            return -1;
+        /* bounds: the fixed value must be in the block */
+        if (n < 0 || d->end - d->p < n)
+            return truncated();
+        d->p += n;
+        return 0;
+    case OP_ENUM:
+        if (word(d, pc, &n) < 0 || read_value(d, &v) < 0)
+            return -1;
+        if (v < 0 || v >= n)
+            return corrupt("bad enum index");
+        return 0;
+    case OP_RECORD:
+        if (word(d, pc, &n) < 0)
+            return -1;
+        for (int32_t i = 0; i < n; i++)
+            if (run(d, pc, depth + 1) < 0)
+                return -1;
+        return 0;
+    case OP_UNION: {
+        if (word(d, pc, &n) < 0)
+            return -1;
+        /* bounds: the branch index is one byte, as the Python decoder reads it */
+        if (d->p >= d->end)
+            return truncated();
+        uint8_t b = *d->p++;
+        if ((b & 1) || b / 2 >= n)
+            return corrupt("bad union index");
+        for (int32_t i = 0; i < n; i++) {
+            int r = i == b / 2 ? run(d, pc, depth + 1) : skip_node(d, pc, depth + 1);
+            if (r < 0)
+                return -1;
+        }
+        return 0;
+    }
+    case OP_ARRAY:
+    case OP_MAP: {
+        Py_ssize_t item = *pc;
+        for (;;) {
+            if (read_count(d, &count, 1) < 0) /* bounds: items <= bytes left */
+                return -1;
+            if (count == 0)
+                break;
+            for (Py_ssize_t i = 0; i < count; i++) {
+                *pc = item;
+                if (op == OP_MAP) { /* the key, a string */
+                    if (read_length(d, &len) < 0)
+                        return -1;
+                    if (!utf8_valid(d->p, len))
+                        return corrupt("a string that is not UTF-8");
+                    d->p += len;
+                }
+                if (run(d, pc, depth + 1) < 0)
+                    return -1;
+            }
+        }
+        *pc = item;
+        return skip_node(d, pc, depth + 1);
+    }
+    case OP_C_NULL:
+        if (column(d, pc, &c, -1) < 0)
+            return -1;
+        return col_null(c);
+    case OP_C_LONG:
+        if (column(d, pc, &c, K_INT64) < 0 || read_value(d, &v) < 0)
+            return -1;
+        if (buf_append(&c->values, &v, sizeof v) < 0)
+            return -1;
+        return col_valid(c, 1);
+    case OP_C_FLOAT:
+    case OP_C_DOUBLE: {
+        double x;
+        if (column(d, pc, &c, K_DOUBLE) < 0)
+            return -1;
+        len = op == OP_C_FLOAT ? 4 : 8;
+        /* bounds: the value must be in the block */
+        if (d->end - d->p < len)
+            return truncated();
+        if (op == OP_C_FLOAT) {
+            float f;
+            memcpy(&f, d->p, 4); /* little-endian hosts only: checked at import */
+            x = (double)f;
+        } else {
+            memcpy(&x, d->p, 8);
+        }
+        d->p += len;
+        if (buf_append(&c->values, &x, sizeof x) < 0)
+            return -1;
+        return col_valid(c, 1);
+    }
+    case OP_C_BOOL:
+        if (column(d, pc, &c, K_BOOL) < 0)
+            return -1;
+        /* bounds: one byte */
+        if (d->p >= d->end)
+            return truncated();
+        if (bit_set(&c->values, c->length, *d->p++ != 0) < 0)
+            return -1;
+        return col_valid(c, 1);
+    case OP_C_BYTES:
+    case OP_C_STRING:
+        if (column(d, pc, &c, K_BINARY) < 0)
+            return -1;
+        if (read_length(d, &len) < 0) /* bounds: checked against the bytes left */
+            return -1;
+        if (op == OP_C_STRING && !utf8_valid(d->p, len))
+            return corrupt("a string that is not UTF-8");
+        if (buf_append(&c->data, d->p, len) < 0 || col_offset(c, c->data.len) < 0)
+            return -1;
+        d->p += len;
+        return col_valid(c, 1);
+    case OP_C_LONGS:
+        if (column(d, pc, &c, K_LIST) < 0)
+            return -1;
+        for (;;) {
+            if (read_count(d, &count, 1) < 0) /* bounds: items <= bytes left */
+                return -1;
+            if (count == 0)
+                break;
+            for (Py_ssize_t i = 0; i < count; i++) {
+                if (read_value(d, &v) < 0 || buf_append(&c->data, &v, sizeof v) < 0)
+                    return -1;
+            }
+        }
+        if (col_offset(c, c->data.len / 8) < 0)
+            return -1;
+        return col_valid(c, 1);
+    case OP_C_INTMAP:
+    case OP_C_BYTESMAP:
+        /* the map's bytes, from its first block count to its last (0), kept as they are */
+        if (column(d, pc, &c, K_BINARY) < 0)
+            return -1;
+        start = d->p;
+        for (;;) {
+            /* bounds: an int entry takes two bytes at least, a bytes entry two too, but
+             * the Python decoder checks one byte per entry for bytes maps: same here */
+            if (read_count(d, &count, op == OP_C_INTMAP ? 2 : 1) < 0)
+                return -1;
+            if (count == 0)
+                break;
+            if ((op == OP_C_INTMAP ? skip_int_entries(d, count)
+                                   : skip_bytes_entries(d, count)) < 0)
+                return -1;
+        }
+        if (buf_append(&c->data, start, d->p - start) < 0 ||
+            col_offset(c, c->data.len) < 0)
+            return -1;
+        return col_valid(c, 1);
+    }
+    PyErr_SetString(PyExc_ValueError, "malformed program: bad opcode");
+    return -1;
+}
+
+/* -- the module function --------------------------------------------------------------- */
+
+static void free_columns(Column *cols, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyMem_Free(cols[i].validity.p);
+        PyMem_Free(cols[i].values.p);
+        PyMem_Free(cols[i].offsets.p);
+        PyMem_Free(cols[i].data.p);
+    }
+    PyMem_Free(cols);
+}
+
+static PyObject *bytes_of(Buf *b) {
+    return PyBytes_FromStringAndSize(b->p ? b->p : "", b->len);
+}
+
+PyDoc_STRVAR(decode_doc,
+"decode(program, kinds, blocks) -> list of columns\n\n"
+"Runs `program` (bytes: int32 words, native order) once per record over each\n"
+"(count, bytes) of `blocks`; `kinds` are the column kinds (a bytes of one byte each).\n"
+"Each column comes back as (length, null_count, validity, values, offsets, data).\n"
+"Raises Truncated, Corrupt (invalid bytes) or Unsupported (decline).");
+
+static PyObject *decode(PyObject *self, PyObject *args) {
+    Py_buffer prog, kinds;
+    PyObject *blocks, *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*O", &prog, &kinds, &blocks))
+        return NULL;
+    Column *cols = NULL;
+    Py_ssize_t ncols = kinds.len, records = 0;
+    Decoder d;
+    PyObject *seq = PySequence_Fast(blocks, "blocks must be a sequence");
+    if (seq == NULL)
+        goto done;
+    if (prog.len % 4 || prog.len / 4 > MAX_PROGRAM || ncols > MAX_COLUMNS) {
+        PyErr_SetString(PyExc_ValueError, "malformed program");
+        goto done;
+    }
+    cols = PyMem_Calloc((size_t)(ncols ? ncols : 1), sizeof(Column));
+    if (cols == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < ncols; i++) {
+        cols[i].kind = ((const uint8_t *)kinds.buf)[i];
+        if (cols[i].kind > K_LIST) {
+            PyErr_SetString(PyExc_ValueError, "bad column kind");
+            goto done;
+        }
+        if (cols[i].kind == K_BINARY || cols[i].kind == K_LIST) {
+            int32_t zero = 0;
+            if (buf_append(&cols[i].offsets, &zero, sizeof zero) < 0)
+                goto done;
+        }
+    }
+    d.p = d.end = NULL;
+    d.prog = (const int32_t *)prog.buf;
+    d.prog_len = prog.len / 4;
+    d.cols = cols;
+    d.ncols = ncols;
+    for (Py_ssize_t b = 0; b < PySequence_Fast_GET_SIZE(seq); b++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, b);
+        Py_ssize_t count;
+        const char *data;
+        Py_ssize_t size;
+        if (!PyArg_ParseTuple(item, "ny#", &count, &data, &size))
+            goto done;
+        /* bounds: each record takes a byte at least (floe.avro's rule), which bounds a
+         * block count of 2^62 */
+        if (count < 0 || count > size) {
+            corrupt("a block cannot hold its record count");
+            goto done;
+        }
+        d.p = (const uint8_t *)data;
+        d.end = d.p + size;
+        for (Py_ssize_t r = 0; r < count; r++) {
+            Py_ssize_t pc = 0;
+            if (run(&d, &pc, 0) < 0)
+                goto done;
+            records++;
+            /* every column takes exactly one value per record */
+            for (Py_ssize_t k = 0; k < ncols; k++) {
+                if (cols[k].length != records) {
+                    PyErr_SetString(PyExc_ValueError, "malformed program: column count");
+                    goto done;
+                }
+            }
+        }
+        /* bytes left after the last record are ignored, as the Python decoder does */
+    }
+    result = PyList_New(ncols);
+    if (result == NULL)
+        goto done;
+    for (Py_ssize_t k = 0; k < ncols; k++) {
+        Column *c = &cols[k];
+        PyObject *t = Py_BuildValue("nnNNNN", c->length, c->null_count, bytes_of(&c->validity),
+                                    bytes_of(&c->values), bytes_of(&c->offsets),
+                                    bytes_of(&c->data));
+        if (t == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, k, t);
+    }
+done:
+    if (cols != NULL)
+        free_columns(cols, ncols);
+    Py_XDECREF(seq);
+    PyBuffer_Release(&prog);
+    PyBuffer_Release(&kinds);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"decode", decode, METH_VARARGS, decode_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "floe._native",
+    "Manifest records decoded into Arrow column buffers (floe/scan/native.py).", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    const uint16_t one = 1;
+    if (*(const uint8_t *)&one != 1) { /* the buffers are Arrow's little-endian layout */
+        PyErr_SetString(PyExc_ImportError, "floe._native needs a little-endian machine");
+        return NULL;
+    }
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    TruncatedError = PyErr_NewException("floe._native.Truncated", NULL, NULL);
+    CorruptError = PyErr_NewException("floe._native.Corrupt", NULL, NULL);
+    UnsupportedError = PyErr_NewException("floe._native.Unsupported", NULL, NULL);
+    if (TruncatedError == NULL || CorruptError == NULL || UnsupportedError == NULL ||
+        PyModule_AddObjectRef(m, "Truncated", TruncatedError) < 0 ||
+        PyModule_AddObjectRef(m, "Corrupt", CorruptError) < 0 ||
+        PyModule_AddObjectRef(m, "Unsupported", UnsupportedError) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
