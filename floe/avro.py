@@ -34,6 +34,7 @@ import re
 import struct
 import zlib
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import IO, Any
 
 import fastavro
@@ -43,7 +44,7 @@ from floe.errors import MetadataError
 
 __all__ = ["AvroFile", "LazyIntMap", "read_avro", "write_avro", "MAGIC", "AvroTruncated",
            "AvroCorrupt", "read_header", "read_long", "container_blocks",
-           "decompress_block", "inflate"]
+           "decompress_block", "inflate", "avro_errors"]
 
 MAGIC = b"Obj\x01"
 _SYNC_SIZE = 16
@@ -740,8 +741,26 @@ def read_avro(data: bytes, location: str, lazy: frozenset[str] = frozenset()) ->
         return _read_avro(data, location, lazy)
 
 
-def _read_avro(data: bytes, location: str, lazy: frozenset[str]) -> AvroFile:
+@contextmanager
+def avro_errors(location: str) -> Iterator[None]:
+    """Any defect of the Avro file read inside raises :class:`MetadataError` naming
+    ``location`` (what :func:`read_avro` raises; floe/scan/native.py reads manifests too)."""
     try:
+        yield
+    except (AvroTruncated, IndexError, struct.error):
+        raise MetadataError(location, "truncated Avro file (ends in the middle of a block)")\
+            from None
+    except (AvroCorrupt, zlib.error, UnicodeDecodeError, ValueError, KeyError, TypeError,
+            AttributeError) as e:
+        raise MetadataError(location, f"not a valid Avro file: {e}") from None
+    except (RecursionError, SyntaxError, MemoryError):
+        # a schema nested deeper than Python compiles or parses (json.loads, the decoder)
+        raise MetadataError(location, "not a valid Avro file: the schema nests too deeply")\
+            from None
+
+
+def _read_avro(data: bytes, location: str, lazy: frozenset[str]) -> AvroFile:
+    with avro_errors(location):
         meta, blocks = container_blocks(data)
         metadata = {k: v.decode("utf-8", "replace") for k, v in meta.items()}
         if "avro.schema" not in metadata:
@@ -755,16 +774,6 @@ def _read_avro(data: bytes, location: str, lazy: frozenset[str]) -> AvroFile:
                 raise AvroCorrupt(f"a block of {len(block)} bytes cannot hold {count} records")
             if decode(block, 0, count, append) > len(block):
                 raise AvroTruncated()
-    except (AvroTruncated, IndexError, struct.error):
-        raise MetadataError(location, "truncated Avro file (ends in the middle of a block)")\
-            from None
-    except (AvroCorrupt, zlib.error, UnicodeDecodeError, ValueError, KeyError, TypeError,
-            AttributeError) as e:
-        raise MetadataError(location, f"not a valid Avro file: {e}") from None
-    except (RecursionError, SyntaxError, MemoryError):
-        # a schema nested deeper than Python compiles or parses (json.loads, the decoder)
-        raise MetadataError(location, "not a valid Avro file: the schema nests too deeply")\
-            from None
     return AvroFile(metadata, schema, records)
 
 

@@ -189,14 +189,18 @@ class ManifestMetadata:
 # -- reading ----------------------------------------------------------------------------------
 
 
-def _load(io: IO_, location: str, lazy: frozenset[str] = frozenset()) -> AvroFile:
+def load_bytes(io: IO_, location: str) -> bytes:
+    """The bytes of a manifest or manifest list; :class:`NotFound` when there are none."""
     try:
-        data = io.read(location)
+        return io.read(location)
     except NotFound:
         raise
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         raise NotFound(f"{location}: file does not exist") from None
-    return read_avro(data, location, lazy)
+
+
+def _load(io: IO_, location: str, lazy: frozenset[str] = frozenset()) -> AvroFile:
+    return read_avro(load_bytes(io, location), location, lazy)
 
 
 def _field_index(record_schema: dict[str, Any], location: str) -> dict[str, int]:

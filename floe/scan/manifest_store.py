@@ -57,7 +57,7 @@ if TYPE_CHECKING:  # Arrow is imported when the cache is used (`floe` starts fas
     import pyarrow as pa
 
 __all__ = ["ManifestStore", "StoredEntries", "manifest_store", "wire", "unwire",
-           "FORMAT_VERSION"]
+           "FORMAT_VERSION", "table_of", "columns"]
 
 #: Bumped whenever the layout of an entry file changes: files of other versions are ignored.
 FORMAT_VERSION = "2"
@@ -74,7 +74,7 @@ _NAMES = (
 
 
 @cache
-def _columns() -> tuple[tuple[str, pa.DataType], ...]:
+def columns() -> tuple[tuple[str, pa.DataType], ...]:
     """The columns of the flat entry tuples of :func:`wire`, in order (the
     stats maps as their Avro bytes), with their Arrow types; the partition tuple (position
     7) is stored as one column per partition field instead."""
@@ -154,7 +154,7 @@ class ManifestStore:
             meta = table.schema.metadata or {}
             if any(meta.get(k) != v for k, v in _key(manifest).items()):
                 return None  # another manifest's entry (or another format): not trusted
-            entries = StoredEntries(table, int(meta[b"floe.partition_fields"]))
+            entries = StoredEntries.of(table)
         except (KeyError, ValueError, TypeError, IndexError, pa.ArrowException):
             self._discard(path)
             return None
@@ -170,11 +170,15 @@ class ManifestStore:
     def put(self, manifest: ManifestFile, entries: Sequence[ManifestEntry]) -> bool:
         """Store the live entries of ``manifest``; False when they cannot be stored exactly
         (nothing is written then) or the directory cannot be written."""
+        table = self._table(manifest, [wire(e) for e in entries])
+        return table is not None and self.put_table(manifest, table)
+
+    def put_table(self, manifest: ManifestFile, table: pa.Table) -> bool:
+        """Store the live entries of ``manifest`` as the table :meth:`_table` builds (made by
+        floe/scan/native.py straight from the Avro); False when the directory cannot be
+        written."""
         import pyarrow as pa
 
-        table = self._table(manifest, [wire(e) for e in entries])
-        if table is None:
-            return False
         path = self.path_for(manifest)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -210,10 +214,10 @@ class ManifestStore:
         n_parts = len(rows[0][_PARTITION]) if rows else 0
         if any(len(r[_PARTITION]) != n_parts for r in rows):
             return None
-        cols = list(zip(*rows, strict=True)) if rows else [()] * len(_columns())
+        cols = list(zip(*rows, strict=True)) if rows else [()] * len(columns())
         arrays: dict[str, pa.Array] = {}
         try:
-            for i, (name, type_) in enumerate(_columns()):
+            for i, (name, type_) in enumerate(columns()):
                 values = list(cols[i])
                 if i == _PARTITION:
                     for k in range(n_parts):
@@ -227,8 +231,7 @@ class ManifestStore:
                 arrays[name] = pa.array(values, type=type_)
         except (pa.ArrowException, TypeError, ValueError, OverflowError):
             return None
-        meta = {**_key(manifest), b"floe.partition_fields": str(n_parts).encode()}
-        return pa.table(arrays).replace_schema_metadata(meta)
+        return table_of(manifest, arrays, n_parts)
 
     # -- bounding --------------------------------------------------------------------------
 
@@ -267,6 +270,15 @@ class ManifestStore:
             pass
 
 
+def table_of(manifest: ManifestFile, arrays: dict[str, pa.Array], n_parts: int) -> pa.Table:
+    """The stored table of ``manifest`` from its columns (in :func:`_columns` order, the
+    partition as ``p0``.. ``p<n_parts - 1>``), with the key in its schema metadata."""
+    import pyarrow as pa
+
+    meta = {**_key(manifest), b"floe.partition_fields": str(n_parts).encode()}
+    return pa.table(arrays).replace_schema_metadata(meta)
+
+
 _ENTRY_FIELDS = frozenset(ManifestEntry._fields)
 #: Columns that hold one value for most manifests (built as one shared value then).
 _FEW_VALUES = frozenset({"status", "snapshot_id", "sequence_number", "file_sequence_number",
@@ -295,15 +307,21 @@ class StoredEntries(LazyList[ManifestEntry]):
     __slots__ = ("_n_parts",)
 
     def __init__(self, table: pa.Table, n_parts: int) -> None:
-        names = [name for name, _ in _columns()]
+        names = [name for name, _ in columns()]
         expected = [*names[:_PARTITION], *(f"p{i}" for i in range(n_parts)),
                     *names[_PARTITION + 1:]]
         if table.column_names != expected or any(
-                table.column(name).type != type_ for name, type_ in _columns()
+                table.column(name).type != type_ for name, type_ in columns()
                 if name != "partition"):
             raise ValueError("the stored columns are not the ones this version writes")
         super().__init__(table, table.num_rows)
         self._n_parts = n_parts
+
+    @classmethod
+    def of(cls, table: pa.Table) -> StoredEntries:
+        """The entries of a table of :func:`table_of` (its metadata says how many partition
+        fields); KeyError / ValueError when it is not one."""
+        return cls(table, int((table.schema.metadata or {})[b"floe.partition_fields"]))
 
     def _build(self, source: pa.Table) -> list[ManifestEntry]:
         return _entries(source, self._n_parts)
@@ -399,7 +417,7 @@ def _entries(table: pa.Table, n_parts: int) -> list[ManifestEntry]:
     """The entries of a stored table (its columns as Python values, one partition column
     per partition field)."""
     col = {name: _values(table.column(name), name in _FEW_VALUES)
-           for name, _ in _columns() if name != "partition"}
+           for name, _ in columns() if name != "partition"}
     parts = [table.column(f"p{i}").to_pylist() for i in range(n_parts)]
     partitions = list(zip(*parts, strict=True)) if parts else [()] * table.num_rows
     return _build(col, partitions)
