@@ -13,8 +13,10 @@ where their fast paths are:
 Reading the manifests of a plan: a bounded cache by path, threads or processes.
 
 Manifests are immutable, so decoded entries are cached by path (an LRU bounded by the total
-number of entries held). Decoding is pure Python (:mod:`floe.avro`) and holds the GIL, so
-threads add no CPU; a cold plan over many manifests can be spread over a process pool
+number of entries held). The live entries are decoded by the C extension
+:mod:`floe._native` (:mod:`floe.scan.native`) when it is built and accepts the manifest,
+straight into the persistent cache's table; else in pure Python (:mod:`floe.avro`). Both hold
+the GIL, so threads add no CPU; a cold plan over many manifests can be spread over a process pool
 instead, whose workers decode and send the live entries back in a compact form while the
 planner decodes its own share. Whether that pays depends on the machine:
 ``benchmarks/plan.py`` measures it; see :data:`PROCESS_MIN_CPUS`.
@@ -30,11 +32,19 @@ from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from typing import Any, cast
 
+from floe import stats
 from floe.cache import LRUCache
 from floe.io import is_local
-from floe.manifest import ManifestEntry, ManifestEntryStatus, ManifestFile, read_manifest
+from floe.manifest import (
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+    load_bytes,
+    read_manifest,
+)
+from floe.scan import native
 from floe.scan.manifest_scan import ManifestScanner
-from floe.scan.manifest_store import manifest_store, unwire, wire
+from floe.scan.manifest_store import StoredEntries, manifest_store, unwire, wire
 
 __all__ = ["ManifestCache", "ManifestScanner", "DEFAULT_CACHE", "read_entries",
            "read_live_entries", "PROCESS_MIN_ENTRIES", "shutdown_pool"]
@@ -127,9 +137,19 @@ def _stored(manifest: ManifestFile) -> list[ManifestEntry] | None:
 
 
 def _decode(io: Any, manifest: ManifestFile) -> list[ManifestEntry]:
-    """Decode the live entries, and keep them in the persistent cache."""
-    live = [e for e in read_manifest(io, manifest, discard_deleted=True) if e.status != _DELETED]
+    """Decode the live entries, and keep them in the persistent cache: by the C decoder
+    (floe.scan.native) when it is built, on and accepts the manifest, else in Python."""
     store = manifest_store()
+    if native.available():
+        data = load_bytes(io, manifest.manifest_path)
+        table = native.decode_live_table(data, manifest)
+        if table is not None:
+            stats.count_read(stats.MANIFEST)
+            if store is not None:
+                store.put_table(manifest, table)
+            return cast("list[ManifestEntry]", StoredEntries.of(table))
+        io = _Fetched(data)  # declined: the same bytes decoded in Python
+    live = [e for e in read_manifest(io, manifest, discard_deleted=True) if e.status != _DELETED]
     if store is not None:
         store.put(manifest, live)
     return live

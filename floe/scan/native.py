@@ -394,8 +394,8 @@ def _arrays(program: _Program, raw: list[tuple[int, int, bytes, bytes, bytes, by
 def decode_live_table(data: bytes, manifest: ManifestFile) -> pa.Table | None:
     """The live entries of the manifest whose bytes are ``data``, as the table
     :meth:`ManifestStore._table <floe.scan.manifest_store.ManifestStore._table>` builds from
-    ``read_manifest(..., discard_deleted=True)``; None when declined (then decode in Python);
-    :class:`~floe.errors.MetadataError` for invalid bytes."""
+    what :func:`~floe.manifest.read_manifest` reads with ``discard_deleted``; None when
+    declined (then decode in Python); :class:`~floe.errors.MetadataError` for invalid bytes."""
     assert _native is not None
     with avro_errors(manifest.manifest_path):
         meta, blocks = container_blocks(data)
