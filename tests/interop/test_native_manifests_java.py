@@ -1,0 +1,39 @@
+"""The C decoder of manifests (floe/scan/native.py) on every manifest Iceberg Java wrote for
+the Spark tables: it answers exactly what the Python decoder answers, or declines (a decimal
+or uuid partition, for instance), never anything else (tests/floe/test_native_manifests.py
+holds the comparison)."""
+
+from __future__ import annotations
+
+import pytest
+from spark_tables import SparkTable
+
+from floe.io import FileIO
+from floe.manifest import load_bytes, read_manifest_list
+from floe.metadata import parse_metadata
+from floe.scan import native
+from tests.floe.test_native_manifests import check
+
+pytestmark = [pytest.mark.interop,
+              pytest.mark.skipif(not native.available(), reason="floe._native is not built")]
+
+
+def test_every_java_manifest(spark_tables: dict[str, SparkTable]) -> None:
+    io = FileIO()
+    decoded = declined = 0
+    for table in spark_tables.values():
+        path = table.metadata_files()[-1]
+        md = parse_metadata(path.read_bytes(), str(path))
+        seen: set[str] = set()
+        for snap in md.snapshots:
+            for m in read_manifest_list(io, snap.manifest_list):
+                if m.manifest_path in seen:
+                    continue
+                seen.add(m.manifest_path)
+                if native.decode_live_table(load_bytes(io, m.manifest_path), m) is None:
+                    declined += 1
+                    continue
+                check(io, m)
+                decoded += 1
+    print(f"\n[native] {decoded} Java manifests decoded, {declined} declined")
+    assert decoded > declined
