@@ -406,7 +406,11 @@ def decode_live_table(data: bytes, manifest: ManifestFile) -> pa.Table | None:
         program = _program(schema_json)
         if program is None:
             return None
-        decoded = [(count, block) for count, block, _ in blocks]
+        decoded = []
+        for count, block, _ in blocks:
+            if count > len(block):  # as floe.avro._read_avro (a count beyond 64 bits too)
+                raise AvroCorrupt(f"a block of {len(block)} bytes cannot hold {count} records")
+            decoded.append((count, bytes(block)))  # bytes: no copy when it is already
         try:
             raw = _native.decode(
                 b"".join(w.to_bytes(4, "little", signed=True) for w in program.words),

@@ -347,7 +347,7 @@ def test_the_container_is_valid(container: _Container) -> None:
 
 
 def test_a_huge_block_count(container: _Container) -> None:
-    for count in (2**62, 2**63 - 1, len(container.block) + 1):
+    for count in (2**62, 2**63 - 1, 2**69, len(container.block) + 1):
         with pytest.raises(MetadataError):
             native.decode_live_table(container.build(count=count), container.manifest)
 
@@ -367,6 +367,9 @@ def test_varints_longer_than_ten_bytes(container: _Container) -> None:
     block = b"\x82" + b"\x80" * 9 + b"\x00" + container.block[1:]
     with pytest.raises(MetadataError):
         native.decode_live_table(container.build(block), container.manifest)
+    # a 10-byte varint beyond 64 bits: a value Python reads as a larger int (not a status)
+    block = b"\x82" + b"\x80" * 8 + b"\x7f" + container.block[1:]
+    assert agree(container.build(block), container.manifest) in ("error", "declined")
 
 
 def test_truncated_at_every_offset(container: _Container) -> None:
