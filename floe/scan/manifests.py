@@ -63,6 +63,9 @@ PROCESS_MIN_ENTRIES = 50_000
 #: manifests): 24 s with one worker + the planner vs 28 s in one process on an idle
 #: machine, but 36 s vs 29 s as soon as another process competes for a core; receiving an
 #: entry costs the planner ~11 us against ~25 us to decode it, so the gain grows with cores.
+#: Not by default when floe._native decodes (floe.scan.native): ~2 us an entry in this
+#: process, less than receiving it (benchmarks/plan.py, 100k files: 0.27 s cold in one
+#: process, 0.79 s with a worker).
 PROCESS_MIN_CPUS = 4
 _DELETED = ManifestEntryStatus.DELETED
 
@@ -263,6 +266,7 @@ def read_live_entries(
     cpus = os.cpu_count() or 1
     if processes is None:
         processes = cpus >= PROCESS_MIN_CPUS and len(missing) > 1 and _may_fork() and \
+            not native.available() and \
             sum(_estimate(manifests[i]) for i in missing) >= PROCESS_MIN_ENTRIES
     if processes and len(missing) > 1:
         _read_in_processes(io, manifests, missing, out, cpus)
