@@ -6,7 +6,10 @@ decoding it, best of 3:
 
 - floe: ``read_manifest`` (count maps decoded on first use, the default);
 - floe (eager): ``read_manifest(..., lazy_stats=False)``, every map decoded;
-- PyIceberg: ``ManifestFile.fetch_manifest_entry(io, discard_deleted=False)``.
+- PyIceberg: ``ManifestFile.fetch_manifest_entry(io, discard_deleted=False)``;
+- floe -> cache table: what a plan does on a miss without floe._native: the live entries
+  decoded in Python, then the persistent cache's Arrow table built from them;
+- floe (native): the same table from floe._native (floe.scan.native), when it is built.
 
 Usage: ``python benchmarks/manifest_read.py [entries]``.
 """
@@ -98,17 +101,29 @@ def main() -> None:
             out = read_manifest(fio, mf, lazy_stats=False)
             return out
 
+        def python_table() -> Any:
+            from floe.scan.manifest_store import ManifestStore, wire
+
+            live = read_manifest(fio, mf, discard_deleted=True)
+            return ManifestStore._table(mf, [wire(e) for e in live])
+
         rows = [
             ("floe", *best_of(lambda: read_manifest(fio, mf))),
             ("floe (eager stats)", *best_of(floe_full)),
             ("pyiceberg", *best_of(lambda: py_mf.fetch_manifest_entry(
                 pio, discard_deleted=False))),
+            ("floe -> cache table", *best_of(python_table)),
         ]
+        from floe.scan import native
+
+        if native.available():
+            data = fio.read(path)
+            rows.append(("floe (native)", *best_of(lambda: native.decode_live_table(data, mf))))
     for _, _, out in rows:
-        assert len(out) == entries
-    print(f"{'engine':<20} {'entries/s':>12} {'seconds':>9}")
+        assert (out.num_rows if hasattr(out, "num_rows") else len(out)) == entries
+    print(f"{'engine':<20} {'entries/s':>12} {'seconds':>9} {'us/entry':>9}")
     for name, secs, _ in rows:
-        print(f"{name:<20} {entries / secs:>12,.0f} {secs:>9.3f}")
+        print(f"{name:<20} {entries / secs:>12,.0f} {secs:>9.3f} {secs / entries * 1e6:>9.2f}")
 
 
 if __name__ == "__main__":
