@@ -200,6 +200,29 @@ def test_an_empty_manifest(tmp_path: Path) -> None:
     assert table.num_rows == 0
 
 
+def test_partition_values_null_in_every_live_entry(v2_table: Any) -> None:
+    """A partition column whose live values are all null is Arrow's null type, as
+    ``pa.array([None, ...])`` makes it; the deleted entry's value is not counted."""
+    m = max((m for m in _manifests(v2_table) if m.content == 0),
+            key=lambda m: m.added_files_count or 0)
+    md = v2_table.metadata
+    entries = read_manifest(v2_table.io, m, lazy_stats=False)
+    out = io.BytesIO()
+    w = ManifestWriter(out, "mem://nulls", md.spec_by_id(m.partition_spec_id), md.schema(),
+                       2, m.added_snapshot_id)
+    for k, e in enumerate(entries):
+        df = e.data_file._replace(partition=(None,) * len(e.data_file.partition))
+        if k == 0:
+            w.delete(e)  # a deleted entry keeps its values
+        else:
+            w.existing(e._replace(data_file=df))
+    w.close()
+    data = out.getvalue()
+    m = dataclasses.replace(m, manifest_path="mem://nulls", manifest_length=len(data))
+    table = check(_Bytes(data), m)
+    assert table.column("p0").type == pa.null()
+
+
 def test_pyiceberg_written_manifests(tmp_path: Path) -> None:
     sql = pytest.importorskip("pyiceberg.catalog.sql")
     from floe.catalog.sql import SqlCatalog
