@@ -223,7 +223,8 @@ def test_partition_values_null_in_every_live_entry(v2_table: Any) -> None:
     assert table.column("p0").type == pa.null()
 
 
-def test_pyiceberg_written_manifests(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", [1, 2])
+def test_pyiceberg_written_manifests(tmp_path: Path, version: int) -> None:
     sql = pytest.importorskip("pyiceberg.catalog.sql")
     from floe.catalog.sql import SqlCatalog
 
@@ -233,7 +234,7 @@ def test_pyiceberg_written_manifests(tmp_path: Path) -> None:
     for name, by in (("p", "s, i, d"), ("u", ""), ("b", "b, ts")):  # identity: PyIceberg
         # computes the other transforms with pyiceberg-core, not installed
         spec = {"spec": parse_partition_by(by, SCHEMA)} if by else {}
-        ours.create_table(f"db.{name}", SCHEMA, **spec, properties={"format-version": "2"})
+        ours.create_table(f"db.{name}", SCHEMA, **spec, properties={"format-version": str(version)})
     theirs = sql.SqlCatalog("c", uri=uri, warehouse=str(tmp_path / "wh"))
     try:
         for name in ("p", "u", "b"):
