@@ -39,7 +39,7 @@ enum {
 enum { K_INT64 = 0, K_DOUBLE, K_BOOL, K_BINARY, K_LIST };
 
 #define MAX_DEPTH 64
-#define MAX_COLUMNS 256
+#define MAX_COLUMNS 128
 #define MAX_PROGRAM 65536
 
 static PyObject *TruncatedError, *CorruptError, *UnsupportedError;
@@ -350,6 +350,80 @@ static int skip_node(Decoder *d, Py_ssize_t *pc, int depth) {
     return -1;
 }
 
+/* The fewest bytes a value of the node at `*pc` takes (advanced past it): what bounds how
+ * many records a block can hold, and so what the columns may allocate for it. */
+static int min_bytes(Decoder *d, Py_ssize_t *pc, int depth, Py_ssize_t *out) {
+    int32_t op, n;
+    Py_ssize_t sub, least;
+    *out = 0;
+    if (depth > MAX_DEPTH) {
+        PyErr_SetString(PyExc_ValueError, "malformed program: too deep");
+        return -1;
+    }
+    if (word(d, pc, &op) < 0)
+        return -1;
+    switch (op) {
+    case OP_NULL:
+        return 0;
+    case OP_C_NULL:
+        return word(d, pc, &n);
+    case OP_BOOL: case OP_LONG: case OP_BYTES: case OP_STRING:
+        *out = 1;
+        return 0;
+    case OP_FLOAT:
+        *out = 4;
+        return 0;
+    case OP_DOUBLE:
+        *out = 8;
+        return 0;
+    case OP_FIXED:
+        if (word(d, pc, &n) < 0)
+            return -1;
+        *out = n > 0 ? n : 0;
+        return 0;
+    case OP_ENUM:
+        *out = 1;
+        return word(d, pc, &n);
+    case OP_C_LONG: case OP_C_BOOL: case OP_C_BYTES: case OP_C_STRING: case OP_C_LONGS:
+    case OP_C_INTMAP: case OP_C_BYTESMAP:
+        *out = 1;
+        return word(d, pc, &n);
+    case OP_C_FLOAT:
+        *out = 4;
+        return word(d, pc, &n);
+    case OP_C_DOUBLE:
+        *out = 8;
+        return word(d, pc, &n);
+    case OP_RECORD:
+        if (word(d, pc, &n) < 0)
+            return -1;
+        for (int32_t i = 0; i < n; i++) {
+            if (min_bytes(d, pc, depth + 1, &sub) < 0)
+                return -1;
+            /* bounds: a sum no block reaches is as good as any */
+            *out = *out > (1 << 30) - sub ? (1 << 30) : *out + sub;
+        }
+        return 0;
+    case OP_UNION:
+        if (word(d, pc, &n) < 0)
+            return -1;
+        least = 1 << 30;
+        for (int32_t i = 0; i < n; i++) {
+            if (min_bytes(d, pc, depth + 1, &sub) < 0)
+                return -1;
+            if (sub < least)
+                least = sub;
+        }
+        *out = 1 + least; /* the branch index, then the smallest branch */
+        return 0;
+    case OP_ARRAY: case OP_MAP:
+        *out = 1; /* an empty one: its block count 0 */
+        return skip_node(d, pc, depth + 1);
+    }
+    PyErr_SetString(PyExc_ValueError, "malformed program: bad opcode");
+    return -1;
+}
+
 /* Past `n` entries of a map<int, long> kept as bytes: each varint at most 10 bytes. */
 static int skip_int_entries(Decoder *d, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < 2 * n; i++) {
@@ -614,7 +688,7 @@ static PyObject *decode(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*y*O", &prog, &kinds, &blocks))
         return NULL;
     Column *cols = NULL;
-    Py_ssize_t ncols = kinds.len, records = 0;
+    Py_ssize_t ncols = kinds.len, records = 0, record_bytes = 0, pc0 = 0;
     Decoder d;
     PyObject *seq = PySequence_Fast(blocks, "blocks must be a sequence");
     if (seq == NULL)
@@ -645,6 +719,10 @@ static PyObject *decode(PyObject *self, PyObject *args) {
     d.prog_len = prog.len / 4;
     d.cols = cols;
     d.ncols = ncols;
+    if (min_bytes(&d, &pc0, 0, &record_bytes) < 0)
+        goto done;
+    if (record_bytes < 1)
+        record_bytes = 1; /* floe.avro's rule: a record takes a byte at least */
     for (Py_ssize_t b = 0; b < PySequence_Fast_GET_SIZE(seq); b++) {
         PyObject *item = PySequence_Fast_GET_ITEM(seq, b);
         Py_ssize_t count;
@@ -652,9 +730,9 @@ static PyObject *decode(PyObject *self, PyObject *args) {
         Py_ssize_t size;
         if (!PyArg_ParseTuple(item, "ny#", &count, &data, &size))
             goto done;
-        /* bounds: each record takes a byte at least (floe.avro's rule), which bounds a
-         * block count of 2^62 */
-        if (count < 0 || count > size) {
+        /* bounds: each record takes `record_bytes` at least (a byte at least, floe.avro's
+         * rule), which bounds a block count of 2^62 and what the columns allocate */
+        if (count < 0 || count > size / record_bytes) {
             corrupt("a block cannot hold its record count");
             goto done;
         }

@@ -347,7 +347,7 @@ def _program(schema_json: str) -> _Program | None:
         program: _Program | None = _Program(schema)
         assert program is not None
         program.entry(schema)
-        if len(program.words) > 65536 or len(program.names) > 256:
+        if len(program.words) > 65536 or len(program.names) > 128:
             raise _Declined("too large a schema")
     except (_Declined, KeyError, TypeError, ValueError, AttributeError, RecursionError):
         program = None
