@@ -271,7 +271,7 @@ class ManifestStore:
 
 
 def table_of(manifest: ManifestFile, arrays: dict[str, pa.Array], n_parts: int) -> pa.Table:
-    """The stored table of ``manifest`` from its columns (in :func:`_columns` order, the
+    """The stored table of ``manifest`` from its columns (in :func:`columns` order, the
     partition as ``p0``.. ``p<n_parts - 1>``), with the key in its schema metadata."""
     import pyarrow as pa
 
