@@ -34,7 +34,14 @@ RUN mkdir floe explorer api \
 
 COPY . .
 # Editable: templates and frontend/static are read from this tree, and `floe` is on PATH.
-RUN pip install --no-deps -c requirements.lock -e . \
+# The C manifest decoder (floe/_native.c) is compiled here, with a compiler installed for it
+# and removed after; the build fails if it could not be (floe would decode in Python).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && pip install --no-deps -c requirements.lock -e . \
+ && python -c "import floe._native" \
+ && apt-get purge -y --auto-remove gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/* build \
  && FLOE_SECRET_KEY=collectstatic-only FLOE_VAR_DIR=/tmp/floe-build \
     FLOE_STATIC_ROOT=/app/staticfiles python manage.py collectstatic --noinput \
  && rm -rf /tmp/floe-build
