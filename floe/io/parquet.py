@@ -122,8 +122,8 @@ def from_arrow_value(t: PrimitiveType, v: Any) -> Any:
         return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
     if isinstance(t, TimeType):
         return ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond
-    if isinstance(t, UUIDType):
-        return _uuid.UUID(bytes=bytes(v))
+    if isinstance(t, UUIDType):  # Arrow's uuid type gives a UUID already, binary(16) bytes
+        return v if isinstance(v, _uuid.UUID) else _uuid.UUID(bytes=bytes(v))
     if isinstance(t, DecimalType):
         return decimal.Decimal(v)
     return v

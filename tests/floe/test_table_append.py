@@ -68,3 +68,26 @@ def test_create_refuses_an_existing_table(tmp_path):
     create_table(io, loc, SCHEMA)
     with pytest.raises(ValidationError, match="already exists"):
         create_table(io, loc, SCHEMA)
+
+
+@pytest.mark.parametrize("arrow_type", [pa.uuid(), pa.binary(16)], ids=str)
+def test_a_uuid_column_as_arrow_uuid_or_16_bytes_partitions_and_reads_back(tmp_path, arrow_type):
+    """Arrow's uuid type hands its values over as UUIDs already, binary(16) as bytes: both
+    are the table's uuid values (partition values and bounds)."""
+    import uuid
+
+    from floe.catalog.filesystem import FileSystemCatalog
+    from floe.types import UUIDType
+
+    schema = Schema(NestedField(1, "id", LONG, required=True), NestedField(2, "u", UUIDType()))
+    catalog = FileSystemCatalog("local", str(tmp_path))
+    catalog.create_namespace(("db",))
+    table = catalog.create_table("db.t", schema, parse_partition_by("u", schema))
+    values = [uuid.UUID(int=1), uuid.UUID(int=2**127)]
+    table.append(pa.table({"id": pa.array([1, 2], pa.int64()),
+                           "u": pa.array([v.bytes for v in values], arrow_type)}))
+    table = catalog.load_table("db.t")
+    files = file_rows(table.io, table.metadata, table.metadata.current_snapshot())
+    assert sorted(f["partition"]["u"] for f in files) == [str(v) for v in values]
+    read = pa.concat_tables(pq.read_table(f["file_path"]) for f in files)
+    assert sorted(bytes(b) for b in read.column("u").to_pylist()) == [v.bytes for v in values]
