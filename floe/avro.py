@@ -709,25 +709,76 @@ def inflate(data: bytes, wbits: int, limit: int) -> bytes:
 
 
 def decompress_block(codec: str, data: bytes, limit: int = MIN_INFLATE_LIMIT) -> bytes:
+    """One block's bytes in any codec of the Avro spec, refused (:class:`AvroCorrupt`) when
+    they would decompress to more than ``limit`` bytes (checked before or while
+    decompressing, never after)."""
     if codec == "null":
         return data
     if codec == "deflate":
         return inflate(data, -15, limit)
-    if codec in ("zstandard", "snappy", "bzip2", "xz", "lz4"):
-        # rare for metadata; fastavro knows how when the optional libraries are installed
-        # (their output is checked against the limit only once inflated)
-        from fastavro.read import BLOCK_READERS
+    if codec == "snappy":
+        return _unsnappy(data, limit)
+    if codec in ("bzip2", "xz"):
+        import bz2
+        import lzma
 
-        reader = BLOCK_READERS.get(codec)
-        if reader is not None:
-            try:
-                out: bytes = reader(io.BytesIO(data)).getvalue()
-            except Exception as e:  # each library has its own error classes
-                raise AvroCorrupt(f"cannot decompress a {codec} block: {e}") from None
-            if len(out) > limit:
-                raise AvroCorrupt(f"inflates to more than {limit} bytes")
-            return out
+        d = bz2.BZ2Decompressor() if codec == "bzip2" else lzma.LZMADecompressor()
+        try:
+            out: bytes = d.decompress(data, max_length=limit + 1)
+        except (OSError, EOFError, lzma.LZMAError) as e:
+            raise AvroCorrupt(f"cannot decompress a {codec} block: {e}") from None
+        if len(out) > limit:
+            raise AvroCorrupt(f"inflates to more than {limit} bytes")
+        if not d.eof:
+            raise AvroCorrupt("incomplete or truncated compressed stream")
+        return out
+    if codec == "zstandard":
+        return _unzstd(data, limit)
     raise AvroCorrupt(f"unsupported Avro codec {codec!r}")
+
+
+def _unsnappy(data: bytes, limit: int) -> bytes:
+    """An Avro snappy block: raw snappy, then the CRC-32 (big-endian) of what it holds. The
+    length snappy declares at its start is checked against ``limit`` first."""
+    if len(data) < 4:
+        raise AvroCorrupt("a snappy block shorter than its checksum")
+    length = shift = 0
+    for i, b in enumerate(data[:min(5, len(data) - 4)]):  # snappy's own (unsigned) varint
+        length |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            break
+    else:
+        raise AvroCorrupt("a snappy block with no length")
+    if length > limit:
+        raise AvroCorrupt(f"inflates to more than {limit} bytes")
+    from cramjam import snappy
+
+    try:
+        out = bytes(snappy.decompress_raw(data[:-4]))
+    except Exception as e:  # cramjam's DecompressionError
+        raise AvroCorrupt(f"cannot decompress a snappy block: {e}") from None
+    if zlib.crc32(out) != int.from_bytes(data[-4:], "big"):
+        raise AvroCorrupt("a snappy block's checksum does not match its bytes")
+    return out
+
+
+def _unzstd(data: bytes, limit: int) -> bytes:
+    """An Avro zstandard block (a zstd frame), with the ``zstandard`` package where it is
+    installed (floe does not require it)."""
+    try:
+        import zstandard
+    except ImportError:
+        raise AvroCorrupt("a zstandard block: install the 'zstandard' package to read it")\
+            from None
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data)) as reader:
+            out: bytes = reader.read(limit + 1)
+    except zstandard.ZstdError as e:
+        raise AvroCorrupt(f"cannot decompress a zstandard block: {e}") from None
+    if len(out) > limit:
+        raise AvroCorrupt(f"inflates to more than {limit} bytes")
+    return out
 
 
 def read_avro(data: bytes, location: str, lazy: frozenset[str] = frozenset()) -> AvroFile:

@@ -468,6 +468,59 @@ def test_deflate_bomb_stops_at_the_limit() -> None:
         read_avro(data, "x.avro")
 
 
+def _bytes_record(value: bytes) -> bytes:
+    """The Avro encoding of one record of ``{"b": bytes}``."""
+    return encode_long(len(value)) + value
+
+
+def _snappy_block(raw: bytes) -> bytes:
+    from cramjam import snappy
+
+    return bytes(snappy.compress_raw(raw)) + zlib.crc32(raw).to_bytes(4, "big")
+
+
+def _block(codec: str, raw: bytes) -> bytes:
+    import bz2
+    import lzma
+
+    import zstandard
+
+    if codec == "snappy":
+        return _snappy_block(raw)
+    if codec == "bzip2":
+        return bz2.compress(raw)
+    if codec == "xz":
+        return lzma.compress(raw)
+    return zstandard.ZstdCompressor().compress(raw)
+
+
+@pytest.mark.parametrize("codec", ["snappy", "bzip2", "xz", "zstandard"])
+def test_every_avro_codec_reads_and_its_bombs_stop_at_the_limit(codec: str) -> None:
+    """A block in each codec of the Avro spec reads back; one of 256 MiB of zeros in a
+    small file is refused before it is decompressed whole. (Snappy expands at most ~21
+    times, so its bomb is a block whose declared length lies: 4 GiB in 20 bytes.)"""
+    value = b"floe " * 1000
+    data = _container(_record(("b", "bytes")), [(1, _block(codec, _bytes_record(value)))],
+                      codec=codec)
+    assert read_avro(data, "x.avro").records == [(value,)]
+    if codec == "snappy":
+        bomb = b"\xff\xff\xff\xff\x0f" + bytes(11) + b"\0\0\0\0"
+    else:
+        bomb = _block(codec, _bytes_record(bytes(256 << 20)))
+    assert len(bomb) < 256 << 10
+    data = _container(_record(("b", "bytes")), [(1, bomb)], codec=codec)
+    with pytest.raises(MetadataError, match="inflates to more than"):
+        read_avro(data, "x.avro")
+
+
+def test_a_snappy_block_whose_checksum_does_not_match_is_refused() -> None:
+    block = bytearray(_snappy_block(_bytes_record(b"floe")))
+    block[-1] ^= 1
+    data = _container(_record(("b", "bytes")), [(1, bytes(block))], codec="snappy")
+    with pytest.raises(MetadataError, match="checksum does not match"):
+        read_avro(data, "x.avro")
+
+
 def test_gzip_bomb_metadata_stops_at_the_limit() -> None:
     z = zlib.compressobj(9, zlib.DEFLATED, 31)
     chunk = b" " * (1 << 20)

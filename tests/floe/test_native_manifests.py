@@ -175,10 +175,11 @@ def v2_table(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return _table(tmp_path_factory.mktemp("v2"), "s, bucket(3, i), day(ts)", 2, deletes=True)
 
 
-@pytest.mark.parametrize("codec", ["null", "deflate"])
+@pytest.mark.parametrize("codec", ["null", "deflate", "snappy", "bzip2", "xz"])
 def test_codecs_and_inheritance(v2_table: Any, codec: str) -> None:
-    """Uncompressed and deflate; the inheritance rules with every kind of manifest-list
-    values (none to inherit, v1's sequence number 0, first row ids to assign)."""
+    """Uncompressed, deflate, snappy, bzip2 and xz blocks; the inheritance rules with every
+    kind of manifest-list values (none to inherit, v1's sequence number 0, first row ids to
+    assign)."""
     for m in _manifests(v2_table):
         io_, m = _rewritten(v2_table, m, codec)
         for variant in (m, dataclasses.replace(m, added_snapshot_id=None),
