@@ -224,8 +224,11 @@ def test_partition_values_null_in_every_live_entry(v2_table: Any) -> None:
     assert table.column("p0").type == pa.null()
 
 
-@pytest.mark.parametrize("version", [1, 2])
-def test_pyiceberg_written_manifests(tmp_path: Path, version: int) -> None:
+@pytest.mark.parametrize("version, codec", [(1, "gzip"), (2, "gzip"), (2, "zstd"),
+                                            (2, "null")])
+def test_pyiceberg_written_manifests(tmp_path: Path, version: int, codec: str) -> None:
+    """PyIceberg's manifests and manifest lists, in the Avro codecs it writes
+    (``write.avro.compression-codec``; Java 1.10 writes manifests in gzip whatever it says)."""
     sql = pytest.importorskip("pyiceberg.catalog.sql")
     from floe.catalog.sql import SqlCatalog
 
@@ -235,7 +238,8 @@ def test_pyiceberg_written_manifests(tmp_path: Path, version: int) -> None:
     for name, by in (("p", "s, i, d"), ("u", ""), ("b", "b, ts")):  # identity: PyIceberg
         # computes the other transforms with pyiceberg-core, not installed
         spec = {"spec": parse_partition_by(by, SCHEMA)} if by else {}
-        ours.create_table(f"db.{name}", SCHEMA, **spec, properties={"format-version": str(version)})
+        ours.create_table(f"db.{name}", SCHEMA, **spec, properties={
+            "format-version": str(version), "write.avro.compression-codec": codec})
     theirs = sql.SqlCatalog("c", uri=uri, warehouse=str(tmp_path / "wh"))
     try:
         for name in ("p", "u", "b"):
@@ -246,7 +250,10 @@ def test_pyiceberg_written_manifests(tmp_path: Path, version: int) -> None:
             t = ours.load_table(f"db.{name}")
             ms = _manifests(t)
             assert ms
+            avro_codec = {"gzip": b"deflate", "zstd": b"zstandard", "null": b"null"}
             for m in ms:
+                header = read_header(load_bytes(t.io, m.manifest_path))[0]
+                assert header.get("avro.codec", b"null") == avro_codec[codec]
                 check(t.io, m)
     finally:
         theirs.close()
