@@ -114,6 +114,8 @@ class _Program:
         self.kinds: list[int] = []
         self.names: list[str] = []
         self.partitions: list[str] = []
+        #: ``words`` and ``kinds`` as the extension takes them (set once compiled).
+        self.code = self.kind_codes = b""
 
     def column(self, name: str, kind: int) -> int:
         self.names.append(name)
@@ -344,11 +346,13 @@ def _program(schema_json: str) -> _Program | None:
         schema = json.loads(schema_json)
         if not isinstance(schema, dict) or schema.get("type") != "record":
             raise _Declined("not a record")
-        program: _Program | None = _Program(schema)
-        assert program is not None
-        program.entry(schema)
-        if len(program.words) > 65536 or len(program.names) > 128:
+        compiled = _Program(schema)
+        compiled.entry(schema)
+        if len(compiled.words) > 65536 or len(compiled.names) > 128:
             raise _Declined("too large a schema")
+        compiled.code = b"".join(w.to_bytes(4, "little", signed=True) for w in compiled.words)
+        compiled.kind_codes = bytes(compiled.kinds)
+        program: _Program | None = compiled
     except (_Declined, KeyError, TypeError, ValueError, AttributeError, RecursionError):
         program = None
     if len(_PROGRAMS) < 256:
@@ -402,9 +406,9 @@ def decode_live_table(data: bytes, manifest: ManifestFile) -> pa.Table | None:
         if "avro.schema" not in meta:
             raise AvroCorrupt("the header has no avro.schema")
         schema_json = meta["avro.schema"].decode("utf-8", "replace")
-        json.loads(schema_json)  # invalid JSON is an invalid file, not a declined one
         program = _program(schema_json)
         if program is None:
+            json.loads(schema_json)  # invalid JSON is an invalid file, not a declined one
             return None
         decoded = []
         for count, block, _ in blocks:
@@ -412,9 +416,7 @@ def decode_live_table(data: bytes, manifest: ManifestFile) -> pa.Table | None:
                 raise AvroCorrupt(f"a block of {len(block)} bytes cannot hold {count} records")
             decoded.append((count, bytes(block)))  # bytes: no copy when it is already
         try:
-            raw = _native.decode(
-                b"".join(w.to_bytes(4, "little", signed=True) for w in program.words),
-                bytes(program.kinds), decoded)
+            raw = _native.decode(program.code, program.kind_codes, decoded)
         except _native.Unsupported:
             return None
         except _native.Truncated:
