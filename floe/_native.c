@@ -776,8 +776,134 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(map_get_doc,
+"map_get(offsets, data, validity, offset, length, key, values_are_bytes)\n"
+"--\n\n"
+"The value of `key` in each of `length` statistics maps of a binary Arrow array (its int32\n"
+"`offsets`, `data` and `validity` buffers, None for no nulls; `offset` its slice offset),\n"
+"each map in the Avro bytes the decoder captured (C_INTMAP / C_BYTESMAP; the last entry of\n"
+"a key wins, as a Python dict built from it). Returns (null_count, validity, values) for\n"
+"long values (int64) or (null_count, validity, offsets, data) for bytes values: a null\n"
+"where the map is null or lacks the key. Hostile bytes raise Truncated or Corrupt; a value\n"
+"beyond 64 bits raises Unsupported.");
+
+static PyObject *map_get(PyObject *self, PyObject *args) {
+    Py_buffer offs = {0}, data = {0}, valid = {0};
+    PyObject *valid_obj;
+    Py_ssize_t offset, length;
+    long long key;
+    int as_bytes;
+    PyObject *result = NULL;
+    Column out;
+    memset(&out, 0, sizeof out);
+    if (!PyArg_ParseTuple(args, "y*y*OnnLp", &offs, &data, &valid_obj, &offset, &length, &key,
+                          &as_bytes))
+        return NULL;
+    if (valid_obj != Py_None && PyObject_GetBuffer(valid_obj, &valid, PyBUF_SIMPLE) < 0)
+        goto done;
+    /* bounds: the offsets and the validity bitmap must cover the rows asked for */
+    if (offset < 0 || length < 0 || offset > PY_SSIZE_T_MAX / 4 - length - 1 ||
+        (offset + length + 1) * 4 > offs.len ||
+        (valid.buf != NULL && (offset + length + 7) / 8 > valid.len)) {
+        PyErr_SetString(PyExc_ValueError, "buffers shorter than the rows asked for");
+        goto done;
+    }
+    out.kind = as_bytes ? K_BINARY : K_INT64;
+    if (as_bytes) {
+        int32_t zero = 0;
+        if (buf_append(&out.offsets, &zero, sizeof zero) < 0)
+            goto done;
+    }
+    const int32_t *o = (const int32_t *)offs.buf;
+    const uint8_t *bits = (const uint8_t *)valid.buf;
+    for (Py_ssize_t r = offset; r < offset + length; r++) {
+        if (bits != NULL && !(bits[r >> 3] & (1 << (r & 7)))) {
+            if (col_null(&out) < 0)
+                goto done;
+            continue;
+        }
+        int32_t start = o[r], end = o[r + 1];
+        /* bounds: a value's bytes must be in the data buffer */
+        if (start < 0 || end < start || end > data.len) {
+            corrupt("binary offsets out of range");
+            goto done;
+        }
+        Decoder d;
+        memset(&d, 0, sizeof d);
+        d.p = (const uint8_t *)data.buf + start;
+        d.end = (const uint8_t *)data.buf + end;
+        int found = 0;
+        int64_t found_long = 0;
+        const uint8_t *found_p = NULL;
+        Py_ssize_t found_len = 0;
+        for (;;) {
+            Py_ssize_t count;
+            if (read_count(&d, &count, 2) < 0)
+                goto done;
+            if (count == 0)
+                break;
+            for (Py_ssize_t i = 0; i < count; i++) {
+                int64_t k;
+                int big;
+                if (read_varint(&d, &k, &big) < 0)
+                    goto done;
+                int match = !big && k == key;
+                if (as_bytes) {
+                    Py_ssize_t n;
+                    if (read_length(&d, &n) < 0)
+                        goto done;
+                    if (match) {
+                        found = 1;
+                        found_p = d.p;
+                        found_len = n;
+                    }
+                    d.p += n;
+                } else {
+                    int64_t v;
+                    if (match) {
+                        if (read_value(&d, &v) < 0)
+                            goto done;
+                        found = 1;
+                        found_long = v;
+                    } else if (read_varint(&d, &v, &big) < 0) {
+                        goto done;
+                    }
+                }
+            }
+        }
+        if (!found) {
+            if (col_null(&out) < 0)
+                goto done;
+        } else if (as_bytes) {
+            if (buf_append(&out.data, found_p, found_len) < 0 ||
+                col_offset(&out, out.data.len) < 0 || col_valid(&out, 1) < 0)
+                goto done;
+        } else if (buf_append(&out.values, &found_long, sizeof found_long) < 0 ||
+                   col_valid(&out, 1) < 0) {
+            goto done;
+        }
+    }
+    if (as_bytes)
+        result = Py_BuildValue("nNNN", out.null_count, bytes_of(&out.validity),
+                               bytes_of(&out.offsets), bytes_of(&out.data));
+    else
+        result = Py_BuildValue("nNN", out.null_count, bytes_of(&out.validity),
+                               bytes_of(&out.values));
+done:
+    PyMem_Free(out.validity.p);
+    PyMem_Free(out.values.p);
+    PyMem_Free(out.offsets.p);
+    PyMem_Free(out.data.p);
+    PyBuffer_Release(&offs);
+    PyBuffer_Release(&data);
+    if (valid.buf != NULL)
+        PyBuffer_Release(&valid);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS, decode_doc},
+    {"map_get", map_get, METH_VARARGS, map_get_doc},
     {NULL, NULL, 0, NULL},
 };
 
