@@ -88,10 +88,14 @@ class ExprSpecFilter:
         self._manifest: Callable[[ManifestFile], Any] | None = None
         self._partition: Callable[[tuple[Any, ...]], Any] | None = None
         self._residual: Callable[[tuple[Any, ...]], BooleanExpression] | None = None
+        self._uniform_partitions = False
         if spec is None or spec.is_unpartitioned:
             return
         try:
             pfilter = inclusive_projection(schema, spec, case_sensitive)(bound)
+            # the projection decides every partition alike (the filter's columns are not
+            # partition sources, or only through a transform that cannot project it)
+            self._uniform_partitions = isinstance(pfilter, (AlwaysTrue, AlwaysFalse))
             if explain:
                 self._manifest = manifest_evaluator_explain(spec, schema, pfilter,
                                                             case_sensitive)
@@ -112,10 +116,26 @@ class ExprSpecFilter:
         got = self._manifest(m)
         return got if self._explain else (bool(got), "")
 
+    @property
+    def partitioned(self) -> bool:
+        """Whether partitions may be decided differently (False: one answer for all)."""
+        return self._partition is not None and not self._uniform_partitions
+
+    @property
+    def metrics_expression(self) -> BooleanExpression:
+        return self._metrics.expr
+
+    @property
+    def metrics_prunes_empty(self) -> bool:
+        return not self._metrics.include_empty_files
+
     def partition(self, df: DataFile) -> tuple[bool, str]:
+        return self.partition_of(df.partition)
+
+    def partition_of(self, partition: tuple[Any, ...]) -> tuple[bool, str]:
         if self._partition is None:
             return True, "kept: unpartitioned"
-        got = self._partition(df.partition)
+        got = self._partition(partition)
         return got if self._explain else (bool(got), "")
 
     def metrics(self, df: DataFile) -> tuple[bool, str]:

@@ -30,7 +30,17 @@ class SpecFilter:
     def manifest(self, m: ManifestFile) -> tuple[bool, str]:
         return True, _ALL
 
+    #: Whether the partition evaluator reads the partition tuple (False: one answer).
+    partitioned = False
+    #: The bound expression the metrics evaluator decides, and whether a file without rows
+    #: is pruned (:func:`floe.scan.decide.decide` runs it in bulk); None: everything kept.
+    metrics_expression: Any = None
+    metrics_prunes_empty = True
+
     def partition(self, df: DataFile) -> tuple[bool, str]:
+        return True, _ALL
+
+    def partition_of(self, partition: tuple[Any, ...]) -> tuple[bool, str]:
         return True, _ALL
 
     def metrics(self, df: DataFile) -> tuple[bool, str]:

@@ -326,6 +326,21 @@ class StoredEntries(LazyList[ManifestEntry]):
     def _build(self, source: pa.Table) -> list[ManifestEntry]:
         return _entries(source, self._n_parts)
 
+    @property
+    def partition_fields(self) -> int:
+        """How many partition columns (``p0``...) the table holds."""
+        return self._n_parts
+
+    def take(self, rows: Sequence[int]) -> list[ManifestEntry]:
+        """The entries at ``rows`` (in that order), built alone while the others are not."""
+        table = self.source
+        if table is None:
+            entries = self.items()
+            return [entries[i] for i in rows]
+        if not rows:
+            return []
+        return _entries(table.take(rows), self._n_parts)
+
     def data_file_column(self, name: str) -> list[Any]:
         """One field of every entry's data file (``file_path``, ``record_count``...) or of the
         entry (``sequence_number``...), without building the entries."""

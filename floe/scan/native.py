@@ -66,7 +66,7 @@ def _extension() -> ModuleType | None:
 
 _native = _extension()
 
-__all__ = ["available", "decode_live_table"]
+__all__ = ["available", "decode_live_table", "extension"]
 
 # Opcodes and column kinds of floe/_native.c.
 (OP_NULL, OP_BOOL, OP_LONG, OP_FLOAT, OP_DOUBLE, OP_BYTES, OP_STRING, OP_FIXED, OP_ENUM,
@@ -101,6 +101,11 @@ class _Declined(Exception):
 def available() -> bool:
     """The native path is on: the extension is built and ``FLOE_NATIVE`` is not ``0``."""
     return _native is not None and os.environ.get("FLOE_NATIVE", "").strip() != "0"
+
+
+def extension() -> ModuleType | None:
+    """The C extension when the native path is on (:func:`available`), else None."""
+    return _native if available() else None
 
 
 class _Program:

@@ -32,6 +32,7 @@ from floe.manifest import (
     read_manifest_list,
 )
 from floe.metadata import TableMetadata
+from floe.scan.decide import DecidedFiles, decide
 from floe.scan.delete_index import DeleteFile, DeleteFileIndex
 from floe.scan.explain import FileDecision, Funnel, KeptFiles, ManifestDecision, PlanExplain
 from floe.scan.filters import ScanFilter
@@ -463,33 +464,59 @@ class _Planner:
                 mdec = explain.manifest(m.manifest_path) if explain is not None else None
                 tasks: list[FileScanTask] = []
                 append = tasks.append
-                for e in live:
+
+                def keep(e: ManifestEntry, reason: str, spec_filter: Any = spec_filter,
+                         spec_id: int = spec_id) -> FileDecision | None:
+                    """The task of a kept entry (and its decision, explained)."""
                     df = e.data_file
-                    ok, reason = spec_filter.partition(df)
-                    stage = "partition"
-                    if ok:
-                        funnel.data_files_after_partition += 1
-                        ok, reason = spec_filter.metrics(df)
-                        stage = "metrics"
-                        if ok:
-                            funnel.data_files_after_metrics += 1
                     seq = e.sequence_number or 0
                     deletes: tuple[DeleteFile, ...] = ()
-                    if ok and has_deletes:
+                    if has_deletes:
                         deletes = tuple(index.for_data_file(df, seq, spec_id))
                         # a deletion vector is one blob of a Puffin file that may hold
                         # many (Spark writes one per data file): each counts, as in
                         # delete_files_total
                         matched.update((d.path, d.data_file.content_offset) for d in deletes)
-                    residual = spec_filter.residual_for(df.partition) if ok else None
+                    residual = spec_filter.residual_for(df.partition)
+                    append(FileScanTask(df, deletes, residual, spec_id, seq))
+                    if mdec is None:
+                        return None
+                    dec = FileDecision(df.file_path, "data", True, None, reason,
+                                       residual=residual)
+                    if has_deletes:
+                        dec.delete_files = index.explain_for(df, seq, spec_id)
+                    return dec
+
+                stored = live if isinstance(live, StoredEntries) else None
+                decided = None if stored is None else decide(spec_filter, stored)
+                if decided is not None:
+                    # decided over the columns: entries built for the kept files only
+                    assert stored is not None
+                    funnel.data_files_after_partition += decided.after_partition
+                    funnel.data_files_after_metrics += len(decided.kept)
+                    explained = [keep(e, spec_filter.metrics(e.data_file)[1] if mdec else "")
+                                 for e in decided.built]
                     if mdec is not None:
-                        dec = FileDecision(df.file_path, "data", ok, None if ok else stage,
-                                           reason, residual=residual)
-                        if ok and has_deletes:
-                            dec.delete_files = index.explain_for(df, seq, spec_id)
-                        mdec.add(dec)
-                    if ok:
-                        append(FileScanTask(df, deletes, residual, spec_id, seq))
+                        mdec.files = DecidedFiles(stored, decided, spec_filter,
+                                                  [d for d in explained if d is not None])
+                else:
+                    for e in live:
+                        df = e.data_file
+                        ok, reason = spec_filter.partition(df)
+                        stage = "partition"
+                        if ok:
+                            funnel.data_files_after_partition += 1
+                            ok, reason = spec_filter.metrics(df)
+                            stage = "metrics"
+                            if ok:
+                                funnel.data_files_after_metrics += 1
+                        if ok:
+                            dec = keep(e, reason)
+                        else:
+                            dec = None if mdec is None else \
+                                FileDecision(df.file_path, "data", False, stage, reason)
+                        if mdec is not None and dec is not None:
+                            mdec.add(dec)
                 funnel.tasks += len(tasks)
                 funnel.delete_files_matched = len(matched)
                 yield m, tasks
