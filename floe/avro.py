@@ -37,7 +37,6 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import IO, Any
 
-import fastavro
 
 from floe.bulk import gc_paused
 from floe.errors import MetadataError
@@ -836,5 +835,7 @@ def write_avro(
     codec: str = "deflate",
 ) -> None:
     """Write a container file with fastavro; values of logical types must already be raw."""
+    import fastavro  # only writers need it (reading is floe's own decoder)
+
     parsed = fastavro.parse_schema(schema)
     fastavro.writer(out, parsed, records, codec=codec, metadata=metadata)

@@ -7,27 +7,39 @@ non-zero. ``TABLE`` is a table directory or a ``*.metadata.json`` file.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from floe import inspect
-from floe.cli import evolve as cli_evolve
-from floe.cli import maintenance as cli_maintenance
-from floe.cli import manage as cli_manage
-from floe.cli import scan as cli_scan
-from floe.cli import write as cli_write
-from floe.catalog.config import redact
-from floe.cli.common import TABLE_HELP, load_table_state
 from floe.errors import FloeError
-from floe.io import FileIO
-from floe.scan.explain import encode_compact
+
+if TYPE_CHECKING:
+    from floe.io import FileIO
 
 __all__ = ["main"]
 
+#: The module of each command registered by a module of its own: a run imports only the
+#: module of its command (all of them for help or a mistyped command), so `floe plan`
+#: starts without loading what writing, evolving or maintaining tables needs.
+#: tests/floe/test_cli.py checks the table against what each module registers.
+COMMAND_MODULES = {
+    **dict.fromkeys(("scan", "plan"), "floe.cli.scan"),
+    **dict.fromkeys(("create", "append", "delete", "overwrite"), "floe.cli.write"),
+    **dict.fromkeys(("rollback", "set-current", "cherry-pick", "branch", "tag"),
+                    "floe.cli.manage"),
+    "evolve": "floe.cli.evolve",
+    **dict.fromkeys(("expire", "remove-orphans", "compute-partition-stats", "compact",
+                     "rewrite-manifests", "rewrite-position-deletes",
+                     "remove-dangling-deletes"), "floe.cli.maintenance"),
+}
+_CORE_COMMANDS = ("describe", "snapshots", "manifests", "files")
+
 
 def _load(args: argparse.Namespace) -> tuple[FileIO, str, Any]:
+    from floe.cli.common import load_table_state
+
     return load_table_state(args.table)
 
 
@@ -38,6 +50,8 @@ def _print_json(doc: Any) -> None:
 
 def _stream_json_array(items: Iterable[Any], batch: int = 1000) -> None:
     """A JSON array written as its items come, ``batch`` at a time."""
+    from floe.scan.explain import encode_compact
+
     out = sys.stdout
     out.write("[")
     sep, chunk = "", []
@@ -61,6 +75,8 @@ def _print_table(rows: list[dict[str, Any]], columns: Sequence[str]) -> None:
 
 
 def cmd_describe(args: argparse.Namespace) -> None:
+    from floe import inspect
+
     _, location, md = _load(args)
     doc = inspect.describe(md, location)
     if args.json:
@@ -91,6 +107,8 @@ def cmd_describe(args: argparse.Namespace) -> None:
 
 
 def cmd_snapshots(args: argparse.Namespace) -> None:
+    from floe import inspect
+
     _, _, md = _load(args)
     rows = inspect.snapshot_rows(md)
     if args.json:
@@ -101,6 +119,8 @@ def cmd_snapshots(args: argparse.Namespace) -> None:
 
 
 def cmd_manifests(args: argparse.Namespace) -> None:
+    from floe import inspect
+
     io, _, md = _load(args)
     rows = inspect.manifest_rows(io, md, inspect.resolve_snapshot(md, args.snapshot))
     if args.json:
@@ -111,6 +131,8 @@ def cmd_manifests(args: argparse.Namespace) -> None:
 
 
 def cmd_files(args: argparse.Namespace) -> None:
+    from floe import inspect
+
     io, _, md = _load(args)
     snapshot = inspect.resolve_snapshot(md, args.snapshot)
     rows: Iterable[dict[str, Any]] = inspect.iter_file_rows(io, md, snapshot)
@@ -131,9 +153,17 @@ def cmd_files(args: argparse.Namespace) -> None:
                             "file_size_in_bytes", "file_path"])
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(wanted: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of the module of command ``wanted`` alone when it
+    names one registered by a module (of the core commands alone for a core command)."""
+    from floe.cli.common import TABLE_HELP
+
     parser = argparse.ArgumentParser(prog="floe", description="Inspect Apache Iceberg tables.")
     sub = parser.add_subparsers(dest="command", required=True)
+    module = COMMAND_MODULES.get(wanted or "")
+    if module is not None:
+        importlib.import_module(module).register(sub)
+        return parser
 
     def command(name: str, func: Any, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
@@ -149,16 +179,17 @@ def _parser() -> argparse.ArgumentParser:
     p = command("files", cmd_files, "live data and delete files of a snapshot")
     p.add_argument("--snapshot", type=int, help="snapshot id (default: current)")
     p.add_argument("--filter", help="SQL-style predicate")
-    cli_write.register(sub)
-    cli_scan.register(sub)
-    cli_manage.register(sub)
-    cli_evolve.register(sub)
-    cli_maintenance.register(sub)
+    if wanted not in _CORE_COMMANDS:
+        for name in dict.fromkeys(COMMAND_MODULES.values()):
+            importlib.import_module(name).register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = _parser(words[0] if words else None).parse_args(words)
+    from floe.catalog.config import redact
+
     try:
         args.func(args)
     except FloeError as e:

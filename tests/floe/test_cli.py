@@ -97,3 +97,55 @@ def test_unknown_format_version(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 1 and "format version 4" in proc.stderr
     assert os.path.exists(path)
+
+
+def test_command_modules_name_the_module_of_every_command():
+    """floe.cli.COMMAND_MODULES (what a run imports for its command) is exactly what the
+    command modules register."""
+    import argparse
+    import importlib
+    import pkgutil
+
+    import floe.cli
+    from floe.cli import COMMAND_MODULES
+
+    registered = {}
+    for info in pkgutil.iter_modules(floe.cli.__path__):
+        if info.name == "__main__":  # runs the program when imported
+            continue
+        module = importlib.import_module(f"floe.cli.{info.name}")
+        if hasattr(module, "register"):
+            sub = argparse.ArgumentParser().add_subparsers()
+            module.register(sub)
+            registered.update(dict.fromkeys(sub.choices, module.__name__))
+    assert registered == COMMAND_MODULES
+
+
+@pytest.mark.parametrize("command, absent", [
+    (["plan", "{t}", "--json"], ["floe.cli.write", "floe.cli.evolve", "floe.cli.maintenance",
+                                 "floe.cli.manage", "floe.inspect", "fastavro"]),
+    (["files", "{t}", "--json"], ["floe.cli.write", "floe.cli.evolve", "floe.cli.scan"]),
+])
+def test_a_command_loads_only_its_own_module(warehouse, command, absent):
+    """`floe plan` starts without importing what other commands need (its whole-process
+    time is what a user waits for), and still answers."""
+    table = str(warehouse / "web" / "events")
+    argv = [a.format(t=table) for a in command]
+    code = ("import sys, io, contextlib\n"
+            "from floe.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    assert main({argv!r}) == 0\n"
+            f"print([m for m in {absent!r} if m in sys.modules])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_help_and_a_mistyped_command_still_list_every_command(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert all(name in text for name in ("plan", "append", "evolve", "expire", "describe"))
+    with pytest.raises(SystemExit):
+        main(["plna", "x"])
+    assert "invalid choice: 'plna'" in capsys.readouterr().err
