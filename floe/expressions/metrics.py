@@ -126,38 +126,39 @@ def _inclusive_leaf(p: Predicate) -> Decision:
     """Reason the file's rows cannot match ``p``, or None."""
     fid, t, name, lit = _parts(p)
     show = lambda v: show_value(t, v)  # noqa: E731
+    ps = str(p)  # formatted once: a plan explains up to millions of files
 
     def nulls_or_nans(fs: _FileStats) -> str | None:
         if _nulls_only(fs.df, fid):
-            return f"pruned: {p} but all values of {name} are null"
+            return f"pruned: {ps} but all values of {name} are null"
         if _nans_only(fs.df, fid):
-            return f"pruned: {p} but all values of {name} are NaN"
+            return f"pruned: {ps} but all values of {name} are NaN"
         return None
 
     if isinstance(p, IsNull):
         def is_null(fs: _FileStats) -> str | None:
             if _get(fs.df.null_value_counts, fid) == 0:
-                return f"pruned: {p} but null_value_count({name}) = 0"
+                return f"pruned: {ps} but null_value_count({name}) = 0"
             return None
         return is_null
     if isinstance(p, NotNull):
         def not_null(fs: _FileStats) -> str | None:
             if _nulls_only(fs.df, fid):
-                return f"pruned: {p} but all values of {name} are null"
+                return f"pruned: {ps} but all values of {name} are null"
             return None
         return not_null
     if isinstance(p, IsNaN):
         def is_nan(fs: _FileStats) -> str | None:
             if _get(fs.df.nan_value_counts, fid) == 0:
-                return f"pruned: {p} but nan_value_count({name}) = 0"
+                return f"pruned: {ps} but nan_value_count({name}) = 0"
             if _nulls_only(fs.df, fid):
-                return f"pruned: {p} but all values of {name} are null"
+                return f"pruned: {ps} but all values of {name} are null"
             return None
         return is_nan
     if isinstance(p, NotNaN):
         def not_nan(fs: _FileStats) -> str | None:
             if _nans_only(fs.df, fid):
-                return f"pruned: {p} but all values of {name} are NaN"
+                return f"pruned: {ps} but all values of {name} are NaN"
             return None
         return not_nan
     if isinstance(p, (LessThan, LessThanOrEqual)):
@@ -168,7 +169,7 @@ def _inclusive_leaf(p: Predicate) -> Decision:
                 return why
             lower = fs.lower(fid, t)
             if lower is not None and (lower >= lit if strict else lower > lit):
-                return f"pruned: {p} but lower_bound({name}) = {show(lower)}"
+                return f"pruned: {ps} but lower_bound({name}) = {show(lower)}"
             return None
         return lt
     if isinstance(p, (GreaterThan, GreaterThanOrEqual)):
@@ -179,7 +180,7 @@ def _inclusive_leaf(p: Predicate) -> Decision:
                 return why
             upper = fs.upper(fid, t)
             if upper is not None and (upper <= lit if strict else upper < lit):
-                return f"pruned: {p} but upper_bound({name}) = {show(upper)}"
+                return f"pruned: {ps} but upper_bound({name}) = {show(upper)}"
             return None
         return gt
     if isinstance(p, EqualTo):
@@ -188,10 +189,10 @@ def _inclusive_leaf(p: Predicate) -> Decision:
                 return why
             lower = fs.lower(fid, t)
             if lower is not None and lower > lit:
-                return f"pruned: {p} but lower_bound({name}) = {show(lower)}"
+                return f"pruned: {ps} but lower_bound({name}) = {show(lower)}"
             upper = fs.upper(fid, t)
             if upper is not None and upper < lit:
-                return f"pruned: {p} but upper_bound({name}) = {show(upper)}"
+                return f"pruned: {ps} but upper_bound({name}) = {show(upper)}"
             return None
         return eq
     if isinstance(p, In):
@@ -206,7 +207,7 @@ def _inclusive_leaf(p: Predicate) -> Decision:
             left = [v for v in values if (lower is None or v >= lower)
                     and (upper is None or v <= upper)]
             if not left:
-                return (f"pruned: {p} but no value is within the bounds of {name}: "
+                return (f"pruned: {ps} but no value is within the bounds of {name}: "
                         f"[{show(lower)}, {show(upper)}]")
             return None
         return in_
@@ -215,13 +216,13 @@ def _inclusive_leaf(p: Predicate) -> Decision:
 
         def starts_with(fs: _FileStats) -> str | None:
             if _nulls_only(fs.df, fid):
-                return f"pruned: {p} but all values of {name} are null"
+                return f"pruned: {ps} but all values of {name} are null"
             lower = fs.lower(fid, t)
             if lower is not None and lower[:n] > lit:
-                return f"pruned: {p} but lower_bound({name}) = {show(lower)}"
+                return f"pruned: {ps} but lower_bound({name}) = {show(lower)}"
             upper = fs.upper(fid, t)
             if upper is not None and upper[:n] < lit:
-                return f"pruned: {p} but upper_bound({name}) = {show(upper)}"
+                return f"pruned: {ps} but upper_bound({name}) = {show(upper)}"
             return None
         return starts_with
     if isinstance(p, NotStartsWith):
@@ -233,7 +234,7 @@ def _inclusive_leaf(p: Predicate) -> Decision:
             lower, upper = fs.lower(fid, t), fs.upper(fid, t)
             if lower is not None and upper is not None and lower.startswith(lit) \
                     and upper.startswith(lit):
-                return (f"pruned: {p} but both bounds of {name} start with it: "
+                return (f"pruned: {ps} but both bounds of {name} start with it: "
                         f"[{show(lower)}, {show(upper)}]")
             return None
         return not_starts_with

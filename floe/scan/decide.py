@@ -44,8 +44,9 @@ from floe.expressions.base import (
     NotNull,
     Or,
     Predicate,
+    walk_predicates,
 )
-from floe.manifest import ManifestEntry
+from floe.manifest import DataFile, FileContent, FileFormat, ManifestEntry
 from floe.scan.explain import FileDecision
 from floe.scan.manifest_store import StoredEntries
 from floe.types import (
@@ -73,12 +74,14 @@ class Decisions:
     pruned); ``kept`` the row numbers of the kept files and ``built`` their entries, in
     order; ``partition_reason(i)`` the partition evaluator's explanation of row ``i``."""
 
-    __slots__ = ("n", "after_partition", "kept", "built", "_group", "_reasons", "_stages")
+    __slots__ = ("n", "after_partition", "kept", "built", "_group", "_reasons", "_stages",
+                 "stats")
 
     def __init__(self, n: int, after_partition: int, kept: list[int],
                  built: list[ManifestEntry], group: list[int] | None,
-                 reasons: list[str], stages: pa.Array) -> None:
+                 reasons: list[str], stages: pa.Array, stats: _Columns | None = None) -> None:
         self.n = n
+        self.stats = stats
         self.after_partition = after_partition
         self.kept = kept
         self.built = built
@@ -105,7 +108,8 @@ def decide(spec_filter: Any, live: StoredEntries) -> Decisions | None:
         return None
     n = table.num_rows
     part_ok, group, reasons = _partition(spec_filter, table, live.partition_fields)
-    metrics = _metrics(spec_filter, table)
+    stats = _Columns(table)
+    metrics = _metrics(spec_filter, stats)
     # three values per row: pruned by partition (1), by metrics (2), kept (0), undecided
     if metrics is None:
         metrics = pa.nulls(n, pa.bool_())
@@ -122,12 +126,13 @@ def decide(spec_filter: Any, live: StoredEntries) -> Decisions | None:
         stage = pa.array(values, pa.int8())
     kept = pc.indices_nonzero(pc.equal(stage, 0)).to_pylist()
     if len(kept) == n:  # every file kept: the entries are built once, kept with the manifest
-        return Decisions(n, part_ok.true_count, kept, list(live), group, reasons, stage)
+        return Decisions(n, part_ok.true_count, kept, list(live), group, reasons, stage,
+                         stats)
     todo = [i for i in kept if i not in built]
     for i, e in zip(todo, live.take(todo), strict=True):
         built[i] = e
     return Decisions(n, part_ok.true_count, kept, [built[i] for i in kept], group, reasons,
-                     stage)
+                     stage, stats)
 
 
 # -- partition -----------------------------------------------------------------------------
@@ -200,6 +205,30 @@ class _Columns:
         self.n = table.num_rows
         self._got: dict[tuple[str, int], pa.Array | None] = {}
 
+    def files(self, rows: list[int], fids: set[int], paths: list[str]) -> list[DataFile] | None:
+        """Data files of ``rows`` holding only what a metrics evaluator of the field ids
+        ``fids`` reads (record count; counts and bounds of those ids), read from the columns:
+        the evaluator decides and explains them as it would the whole entries (a missing
+        map and a map without the id read alike). None when a map cannot be read here."""
+        counts = ("value_counts", "null_value_counts", "nan_value_counts")
+        bounds = ("lower_bounds", "upper_bounds")
+        taken = self.table.column("record_count").take(rows).to_pylist()
+        maps: list[list[dict[int, Any]]] = []
+        for name in (*counts, *bounds):
+            per_row: list[dict[int, Any]] = [{} for _ in rows]
+            for fid in fids:
+                got = self._map(name, fid, name in bounds)
+                if got is None:
+                    return None
+                for m, v in zip(per_row, got.take(rows).to_pylist(), strict=True):
+                    if v is not None:
+                        m[fid] = v
+            maps.append(per_row)
+        new, data = tuple.__new__, FileContent.DATA
+        return [new(DataFile, (data, paths[r], FileFormat.PARQUET, (), count, 0, None, vc, nc,
+                               nan, lo, up, None, None, None, None, 0, None, None, None, None))
+                for r, count, vc, nc, nan, lo, up in zip(rows, taken, *maps, strict=True)]
+
     def _map(self, name: str, fid: int, as_bytes: bool) -> pa.Array | None:
         import pyarrow as pa
 
@@ -263,19 +292,18 @@ class _Columns:
         return values, odd
 
 
-def _metrics(spec_filter: Any, table: pa.Table) -> pa.Array | None:
+def _metrics(spec_filter: Any, stats: _Columns) -> pa.Array | None:
     """Might each row match the metrics evaluator's expression (null: undecided)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     expr = spec_filter.metrics_expression
     if expr is None:  # no filter: every file kept
-        return pa.array([True] * table.num_rows, pa.bool_())
-    stats = _Columns(table)
+        return pa.array([True] * stats.n, pa.bool_())
     got = _expression(expr, stats)
     if got is None:
         return None
-    count = table.column("record_count").combine_chunks()
+    count = stats.table.column("record_count").combine_chunks()
     # Java: a file without rows cannot match, one with an unknown (negative) count might
     return pc.if_else(pc.equal(count, 0), False,
                       pc.if_else(pc.less(count, 0), True, got)) \
@@ -399,8 +427,15 @@ class DecidedFiles(LazyList[FileDecision]):
         stages = decisions.stages()
         paths = live.data_file_column("file_path")
         by_metrics = [i for i, s in enumerate(stages) if s == 2]
-        metric_reasons = {i: spec_filter.metrics(e.data_file)[1]
-                          for i, e in zip(by_metrics, live.take(by_metrics), strict=True)}
+        files = None
+        expr = spec_filter.metrics_expression
+        if by_metrics and decisions.stats is not None and expr is not None:
+            fids = {p.ref.field_id for p in walk_predicates(expr)}
+            files = decisions.stats.files(by_metrics, fids, paths)
+        if files is None:  # the whole entries, built
+            files = [e.data_file for e in live.take(by_metrics)]
+        metric_reasons = {i: spec_filter.metrics(df)[1]
+                          for i, df in zip(by_metrics, files, strict=True)}
         out: list[FileDecision] = []
         k = iter(kept)
         for i, s in enumerate(stages):
