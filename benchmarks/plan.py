@@ -16,7 +16,10 @@ plan returns built objects; its time is in ``cold s``). Plans:
 
 - full: no filter, every file;
 - point: ``id = X AND ts = T`` matching one file (partition summaries let a planner open
-  only the manifests whose day range holds ``T``).
+  only the manifests whose day range holds ``T``);
+- range: ``id >= A AND id < B`` matching 1% of the files: every manifest is opened and
+  every file decided by its bounds (floe decides them over Arrow columns,
+  floe.scan.decide).
 
 floe is measured with its default (on fewer than 4 cores: one process), with worker
 processes decoding part of the manifests (``processes=True``) — both with the persistent
@@ -178,9 +181,44 @@ def ensure_table(root: Path, total: int, per_manifest: int) -> Path:
     return location
 
 
+KINDS = ("full", "point", "range")
+
+
 def _point(total: int) -> tuple[int, int]:
     n = total // 3 + 17
     return n * 1000, _file_ts(n, total)
+
+
+def _range(total: int) -> tuple[int, int]:
+    """Ids of 1% of the files, from the middle: bucket(16, id) cannot prune a range and the
+    filter says nothing of ``ts``, so every manifest is opened and every file decided by its
+    bounds."""
+    lo = total // 2 * 1000
+    return lo, lo + total // 100 * 1000
+
+
+def _floe_filter(kind: str, total: int) -> str | None:
+    if kind == "point":
+        id_, ts = _point(total)
+        when = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=ts)
+        return f"id = {id_} AND ts = TIMESTAMP '{when.isoformat(sep=' ')}'"
+    if kind == "range":
+        lo, hi = _range(total)
+        return f"id >= {lo} AND id < {hi}"
+    return None
+
+
+def _pyiceberg_filter(kind: str, total: int) -> Any:
+    from pyiceberg.expressions import AlwaysTrue, And, EqualTo, GreaterThanOrEqual, LessThan
+
+    if kind == "point":
+        id_, ts = _point(total)
+        when = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=ts)
+        return And(EqualTo("id", id_), EqualTo("ts", when.isoformat()))
+    if kind == "range":
+        lo, hi = _range(total)
+        return And(GreaterThanOrEqual("id", lo), LessThan("id", hi))
+    return AlwaysTrue()
 
 
 # -- children: one engine, one plan kind, cold then warm ----------------------------------------
@@ -194,11 +232,7 @@ def _child_floe(location: Path, kind: str, total: int, processes: str) -> dict[s
 
     io = FileIO()
     _, md = load_table_metadata(io, str(location))
-    row_filter = None
-    if kind == "point":
-        id_, ts = _point(total)
-        when = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=ts)
-        row_filter = f"id = {id_} AND ts = TIMESTAMP '{when.isoformat(sep=' ')}'"
+    row_filter = _floe_filter(kind, total)
     proc = {"auto": None, "on": True, "off": False, "cache": None}[processes]
     out: dict[str, Any] = {}
     for label in ("cold", "warm"):
@@ -229,18 +263,13 @@ def _collect(out: dict[str, Any], label: str) -> None:
 
 
 def _child_pyiceberg(location: Path, kind: str, total: int) -> dict[str, Any]:
-    from pyiceberg.expressions import AlwaysTrue, And, EqualTo
     from pyiceberg.table import StaticTable
 
     from floe.catalog.filesystem import resolve_metadata_location
     from floe.io import FileIO
 
     table = StaticTable.from_metadata(resolve_metadata_location(FileIO(), str(location)))
-    row_filter: Any = AlwaysTrue()
-    if kind == "point":
-        id_, ts = _point(total)
-        when = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=ts)
-        row_filter = And(EqualTo("id", id_), EqualTo("ts", when.isoformat()))
+    row_filter = _pyiceberg_filter(kind, total)
     out: dict[str, Any] = {}
     for label in ("cold", "warm"):
         t = time.perf_counter()
@@ -255,7 +284,6 @@ def _child_pyiceberg(location: Path, kind: str, total: int) -> dict[str, Any]:
 def _child_pyiceberg_cli(location: Path | str, kind: str, total: int) -> None:
     """What a user's script would do: plan with PyIceberg, print the tasks as JSON (a table in
     a bucket: ``FLOE_BENCH_S3`` holds its ``s3.*`` properties)."""
-    from pyiceberg.expressions import AlwaysTrue, And, EqualTo
     from pyiceberg.table import StaticTable
 
     from floe.catalog.filesystem import resolve_metadata_location
@@ -264,11 +292,7 @@ def _child_pyiceberg_cli(location: Path | str, kind: str, total: int) -> None:
     props = json.loads(os.environ.get("FLOE_BENCH_S3", "{}"))
     metadata = resolve_metadata_location(FileIO(props), str(location))
     table = StaticTable.from_metadata(metadata, properties=props)
-    row_filter: Any = AlwaysTrue()
-    if kind == "point":
-        id_, ts = _point(total)
-        when = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=ts)
-        row_filter = And(EqualTo("id", id_), EqualTo("ts", when.isoformat()))
+    row_filter = _pyiceberg_filter(kind, total)
     tasks = table.scan(row_filter=row_filter).plan_files()
     json.dump([{"file_path": t.file.file_path, "record_count": t.file.record_count,
                 "delete_files": [d.file_path for d in t.delete_files]} for t in tasks],
@@ -302,15 +326,13 @@ def _processes(location: Path, total: int, pyiceberg: bool
     """``floe plan --json`` (every file with its explanation) beside PyIceberg's plan printed
     as JSON, each a fresh process including start-up and imports."""
     out = []
-    id_, ts = _point(total)
-    when = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=ts)
-    point = f"id = {id_} AND ts = TIMESTAMP '{when.isoformat(sep=' ')}'"
     cache = _cache_dir(location)
     shutil.rmtree(cache, ignore_errors=True)
-    for kind in ("full", "point"):
+    for kind in KINDS:
         argv = [sys.executable, "-m", "floe.cli", "plan", str(location), "--json"]
-        if kind == "point":
-            argv += ["--filter", point]
+        row_filter = _floe_filter(kind, total)
+        if row_filter is not None:
+            argv += ["--filter", row_filter]
         out.append((kind, "floe plan --json", _whole_process(argv, _env(None))))
         if kind == "full":  # the full plan stores every manifest
             out.append((kind, "floe, fills cache", _whole_process(argv, _env(cache))))
@@ -464,7 +486,7 @@ def main() -> None:
         engines = [("floe", "auto"), ("floe (+ workers)", "on"), ("floe, from cache", "cache")]
         if not args.no_pyiceberg:
             engines.append(("pyiceberg", ""))
-        for kind in ("full", "point"):
+        for kind in KINDS:
             for name, mode in engines:
                 engine = "floe" if name.startswith("floe") else "pyiceberg"
                 res = _run_child(engine, str(location), kind, str(total), mode,

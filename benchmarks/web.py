@@ -115,6 +115,12 @@ def pages(warehouse: str) -> list[tuple[str, str]]:
     api = f"/api/catalogs/local/namespaces/{NAMESPACE}/tables/{TABLE}/"
     last_day = time.strftime("%Y-%m-%d", time.gmtime(current.timestamp_ms / 1000 - 86_400))
     recent = f"ts >= TIMESTAMP '{last_day} 00:00:00'"
+    # file n holds ids from n * 100,000 (benchmarks/big_table.py): 1% of the files from the
+    # middle, which every manifest may hold (bucket(16, id) cannot prune a range), each file
+    # decided by its bounds
+    files = 1_000_000 if current.summary is None else int(
+        current.summary.get("total-data-files", 1_000_000))
+    ids = f"id >= {files // 2 * 100_000} AND id < {(files // 2 + files // 100) * 100_000}"
     return [
         ("table list", "/"),
         ("overview + timeline", base),
@@ -129,6 +135,7 @@ def pages(warehouse: str) -> list[tuple[str, str]]:
         ("diff (parent→current)", base + f"diff/?from={parent}&to={sid}"),
         ("plan (last day)", base + "plan/?" + _q({"filter": recent})),
         (HEAVY + "plan (no filter)", base + "plan/"),
+        (HEAVY + "plan (id range)", base + "plan/?" + _q({"filter": ids})),
         (HEAVY + "partitions", base + "partitions/"),
         ("api detail", api),
         ("api snapshots", api + "snapshots/"),
@@ -139,6 +146,7 @@ def pages(warehouse: str) -> list[tuple[str, str]]:
         ("api history", api + "history/"),
         ("api plan (last day)", api + "plan/?" + _q({"filter": recent})),
         (HEAVY + "api plan (no filter)", api + "plan/"),
+        (HEAVY + "api plan (id range)", api + "plan/?" + _q({"filter": ids})),
     ]
 
 
