@@ -32,7 +32,6 @@ from floe.manifest import (
     read_manifest_list,
 )
 from floe.metadata import TableMetadata
-from floe.scan.decide import DecidedFiles, decide
 from floe.scan.delete_index import DeleteFile, DeleteFileIndex
 from floe.scan.explain import FileDecision, Funnel, KeptFiles, ManifestDecision, PlanExplain
 from floe.scan.filters import ScanFilter
@@ -488,7 +487,13 @@ class _Planner:
                     return dec
 
                 stored = live if isinstance(live, StoredEntries) else None
-                decided = None if stored is None else decide(spec_filter, stored)
+                decided = None
+                if stored is not None:
+                    # imported here: it loads pyarrow.compute, which `floe` commands that
+                    # plan nothing do not need
+                    from floe.scan.decide import DecidedFiles, decide
+
+                    decided = decide(spec_filter, stored)
                 if decided is not None:
                     # decided over the columns: entries built for the kept files only
                     assert stored is not None

@@ -253,22 +253,22 @@ def test_a_planned_table_decides_the_same_in_bulk(planned_table: str, row_filter
     over the columns or one by one (the bulk path switched off)."""
     from floe.catalog.filesystem import load_table_metadata
     from floe.io import FileIO
-    from floe.scan import ManifestCache, plan_files, planning
+    from floe.scan import ManifestCache, plan_files
 
     io = FileIO()
     md = load_table_metadata(io, planned_table)[1]
     used = []
-    decide = planning.decide
+    decide = bulk.decide
 
     def counted(*args: Any) -> Any:
         got = decide(*args)
         used.append(got is not None)
         return got
 
-    monkeypatch.setattr(planning, "decide", counted)
+    monkeypatch.setattr(bulk, "decide", counted)
     bulk_plan = plan_files(io, md, row_filter=row_filter, explain=True, cache=ManifestCache())
     assert used and all(used)
-    monkeypatch.setattr(planning, "decide", lambda *args: None)
+    monkeypatch.setattr(bulk, "decide", lambda *args: None)
     one_by_one = plan_files(io, md, row_filter=row_filter, explain=True,
                             cache=ManifestCache())
     assert bulk_plan.to_json() == one_by_one.to_json()
