@@ -51,7 +51,6 @@ import logging
 import os
 import re
 import threading
-import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,8 +58,8 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from floe.catalog.base import Catalog, TableIdentifier
-from floe.catalog.rest import OPTION_PREFIXES as REST_OPTION_PREFIXES
-from floe.catalog.rest import OPTIONS as REST_OPTIONS
+from floe.catalog.rest_options import OPTION_PREFIXES as REST_OPTION_PREFIXES
+from floe.catalog.rest_options import OPTIONS as REST_OPTIONS
 from floe.errors import CatalogUnavailable, FloeError, NotFound, ValidationError
 from floe.io import FileIO
 from floe.table import Table
@@ -611,6 +610,8 @@ def load_catalogs(
     file = Path(path) if path is not None else default_config_path()
     catalogs: dict[str, CatalogConfig] = {}
     if file.is_file():
+        import tomllib  # its regular expressions compile on import: only with a file to read
+
         try:
             doc = tomllib.loads(file.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:

@@ -3,7 +3,8 @@
 See docs/core-api.md "floe.expressions" for the contract.
 """
 
-from floe.expressions.arrow import arrow_filter
+from typing import Any
+
 from floe.expressions.base import (
     MAX_DEPTH,
     Accessor,
@@ -94,3 +95,13 @@ __all__ = [
     "partition_evaluator", "partition_evaluator_explain", "partition_schema", "project",
     "residual_evaluator", "strict_projection",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # arrow_filter needs pyarrow.compute, whose import (~50 ms: a Python wrapper built for
+    # each of its functions) planning does not need: imported when first asked for
+    if name == "arrow_filter":
+        from floe.expressions.arrow import arrow_filter
+
+        return arrow_filter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

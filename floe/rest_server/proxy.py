@@ -36,7 +36,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from floe.catalog.base import TableIdentifier, UnsupportedOperation
-from floe.catalog.rest import TRANSACTIONS_ENDPOINT, RestCatalog, TableAnswer
+from floe.catalog.rest import RestCatalog, TableAnswer
+from floe.catalog.rest_options import TRANSACTIONS_ENDPOINT
 from floe.metadata import TableMetadata
 from floe.rest_server.errors import BadRequest, error_for
 from floe.rest_server.server import (

@@ -23,7 +23,6 @@ from floe.expressions import (
     NotNull,
     Or,
     Predicate,
-    arrow_filter,
     bind,
     inclusive_projection,
     manifest_evaluator,
@@ -167,6 +166,8 @@ class ArrowResidual:
 
     def __init__(self, residual: BooleanExpression, schema: Schema, case_sensitive: bool
                  ) -> None:
+        from floe.expressions.arrow import arrow_filter
+
         self.residual = residual
         self.expression = arrow_filter(schema, residual, case_sensitive)
         self.field_ids = frozenset(p.ref.field_id for p in walk_predicates(

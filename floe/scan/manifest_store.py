@@ -28,7 +28,6 @@ under its var directory.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import struct
@@ -123,6 +122,8 @@ class ManifestStore:
         self._lock = threading.Lock()
 
     def path_for(self, manifest: ManifestFile) -> Path:
+        import hashlib  # OpenSSL's bindings: not loaded by a run with the store off
+
         digest = hashlib.sha256(b"\0".join(_key(manifest).values())).hexdigest()
         return self.root / digest[:2] / f"{digest[2:]}.arrow"
 
@@ -292,7 +293,9 @@ def _values(column: pa.ChunkedArray, few: bool) -> list[Any]:
     if column.null_count == n:
         return [None] * n
     if few and column.null_count == 0:
-        distinct = column.unique()
+        from floe import arrow_compute as pc
+
+        distinct = pc.unique(column)
         if len(distinct) == 1:
             return [distinct[0].as_py()] * n
     return column.to_pylist()
@@ -339,7 +342,9 @@ class StoredEntries(LazyList[ManifestEntry]):
             return [entries[i] for i in rows]
         if not rows:
             return []
-        return _entries(table.take(rows), self._n_parts)
+        from floe import arrow_compute as pc
+
+        return _entries(pc.take(table, rows), self._n_parts)
 
     def data_file_column(self, name: str) -> list[Any]:
         """One field of every entry's data file (``file_path``, ``record_count``...) or of the

@@ -25,12 +25,11 @@ planner decodes its own share. Whether that pays depends on the machine:
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
+import sys
 import threading
 from collections.abc import Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from floe import stats
 from floe.cache import LRUCache
@@ -45,6 +44,9 @@ from floe.manifest import (
 from floe.scan import native
 from floe.scan.manifest_scan import ManifestScanner
 from floe.scan.manifest_store import StoredEntries, manifest_store, unwire, wire
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
 
 __all__ = ["ManifestCache", "ManifestScanner", "DEFAULT_CACHE", "read_entries",
            "read_live_entries", "PROCESS_MIN_ENTRIES", "shutdown_pool"]
@@ -111,7 +113,7 @@ class ManifestCache(LRUCache[str, list[ManifestEntry]]):
 
 DEFAULT_CACHE = ManifestCache()
 
-_pool: Executor | None = None
+_pool: Executor | None = None  # multiprocessing is imported when the first pool starts
 _pool_lock = threading.Lock()
 
 
@@ -119,6 +121,8 @@ def _get_pool(workers: int) -> Executor:
     global _pool
     with _pool_lock:
         if _pool is None:
+            from concurrent.futures import ProcessPoolExecutor
+
             _pool = ProcessPoolExecutor(max_workers=workers)
         return _pool
 
@@ -207,7 +211,10 @@ def _may_fork() -> bool:
     ``FLOE_PLAN_PROCESSES=0`` turns worker processes off."""
     if os.environ.get("FLOE_PLAN_PROCESSES", "").strip() == "0":
         return False
-    return not multiprocessing.current_process().daemon
+    # a process multiprocessing started has the module loaded (forked or spawned); one
+    # without it is no daemonic child, and importing it only to ask costs every plan
+    mp = sys.modules.get("multiprocessing")
+    return mp is None or not mp.current_process().daemon
 
 
 def _read_in_processes(io: Any, manifests: Sequence[ManifestFile], missing: list[int],
@@ -235,6 +242,8 @@ def _read_in_processes(io: Any, manifests: Sequence[ManifestFile], missing: list
         k = loads.index(min(loads))
         chunks[k].append(i)
         loads[k] += size
+    from concurrent.futures import as_completed
+
     futures = {pool.submit(_live_chunk, io, [manifests[i] for i in c]): c for c in chunks if c}
     for i in own:
         out[i] = _live(io, manifests[i])

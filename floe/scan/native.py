@@ -439,14 +439,14 @@ def _live_table(program: _Program, arrays: dict[str, pa.Array], manifest: Manife
     """The stored table from the decoded columns: DELETED entries dropped, values inherited
     from the manifest (floe.manifest._entries), columns typed as the store types them."""
     import pyarrow as pa
-    import pyarrow.compute as pc
+    from floe import arrow_compute as pc
 
     status = arrays["status"]
     if len(status) and (pc.min(status).as_py() < 0 or pc.max(status).as_py() > 2):
         raise _Declined("an unknown status")  # the Python decoder says which
     live = pc.not_equal(status, 2)
     if pc.sum(live).as_py() != len(status):
-        arrays = {name: arr.filter(live) for name, arr in arrays.items()}
+        arrays = {name: pc.filter(arr, live) for name, arr in arrays.items()}
         status = arrays["status"]
     n = len(status)
     types = dict(columns())
@@ -456,7 +456,7 @@ def _live_table(program: _Program, arrays: dict[str, pa.Array], manifest: Manife
 
     def cast(arr: pa.Array, type_: pa.DataType) -> pa.Array:
         try:
-            return arr.cast(type_)  # safe: out of range raises
+            return pc.cast(arr, type_)  # safe: out of range raises
         except (pa.ArrowInvalid, OverflowError):
             raise _Declined(f"values out of {type_}") from None
 

@@ -106,7 +106,7 @@ class TaskBlock(LazyList[FileScanTask]):
     def arrow_column(self, name: str) -> pa.Array:
         """:meth:`column` as an Arrow array (``file_path`` a string, the others int64)."""
         import pyarrow as pa
-        import pyarrow.compute as pc
+        from floe import arrow_compute as pc
 
         live = self.source
         got = live.arrow_column(name) if isinstance(live, StoredEntries) else None

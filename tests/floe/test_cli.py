@@ -125,6 +125,11 @@ def test_command_modules_name_the_module_of_every_command():
     (["plan", "{t}", "--json"], ["floe.cli.write", "floe.cli.evolve", "floe.cli.maintenance",
                                  "floe.cli.manage", "floe.inspect", "fastavro"]),
     (["files", "{t}", "--json"], ["floe.cli.write", "floe.cli.evolve", "floe.cli.scan"]),
+    # a plan deciding files over the columns calls Arrow's kernels without pyarrow.compute
+    # (floe.arrow_compute), reads no catalog configuration, starts no worker processes
+    (["plan", "{t}", "--json", "--filter", "event_id = 5 AND user_id = 3"],
+     ["pyarrow.compute", "pyarrow.acero", "pyarrow.dataset", "multiprocessing",
+      "floe.catalog.rest", "tomllib"]),
 ])
 def test_a_command_loads_only_its_own_module(warehouse, command, absent):
     """`floe plan` starts without importing what other commands need (its whole-process
