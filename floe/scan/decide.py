@@ -25,7 +25,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from floe.bulk import LazyList
 from floe.expressions.base import (
     AlwaysFalse,
     AlwaysTrue,
@@ -47,7 +46,7 @@ from floe.expressions.base import (
     walk_predicates,
 )
 from floe.manifest import DataFile, FileContent, FileFormat, ManifestEntry
-from floe.scan.explain import FileDecision
+from floe.scan.explain import ColumnarFiles, FileDecision
 from floe.scan.manifest_store import StoredEntries
 from floe.types import (
     DateType,
@@ -92,6 +91,18 @@ class Decisions:
     def partition_reason(self, i: int) -> str:
         return self._reasons[0 if self._group is None else self._group[i]]
 
+    def partition_reasons(self) -> list[str]:
+        """:meth:`partition_reason` of every row."""
+        reasons = self._reasons
+        if self._group is None:
+            return [reasons[0]] * self.n
+        return [reasons[g] for g in self._group]
+
+    @property
+    def stage_array(self) -> pa.Array:
+        """:meth:`stages` as an Arrow int8 array."""
+        return self._stages
+
     def stages(self) -> list[int]:
         """0 kept, 1 pruned by partition, 2 pruned by metrics, for every row."""
         return self._stages.to_pylist()
@@ -101,7 +112,7 @@ def decide(spec_filter: Any, live: StoredEntries) -> Decisions | None:
     """The decisions on every file of ``live`` (None when its columns are gone: the entries
     were built, decide them one by one)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
+    from floe import arrow_compute as pc
 
     table = live.source
     if table is None:
@@ -143,7 +154,7 @@ def _partition(spec_filter: Any, table: pa.Table, n_parts: int
     """(kept per row, group of each row or None for one group, reason per group): the
     partition evaluator run once per distinct partition tuple."""
     import pyarrow as pa
-    import pyarrow.compute as pc
+    from floe import arrow_compute as pc
 
     n = table.num_rows
     cols = [table.column(f"p{k}").combine_chunks() for k in range(n_parts)]
@@ -159,21 +170,23 @@ def _partition(spec_filter: Any, table: pa.Table, n_parts: int
     key: pa.Array | None = None
     for c in cols:
         enc = pc.dictionary_encode(c, null_encoding="encode")
-        idx = enc.indices.cast(pa.int64())
+        idx = pc.cast(enc.indices, pa.int64())
         if key is None:
             key = idx
         else:  # renumbered after each column, so the key stays below the number of rows
             key = pc.add(pc.multiply(key, len(enc.dictionary)), idx)
-            key = pc.dictionary_encode(key).indices.cast(pa.int64())
+            key = pc.cast(pc.dictionary_encode(key).indices, pa.int64())
     assert key is not None
     gid = pc.dictionary_encode(key).indices  # groups numbered in order of first row
-    rows = pc.indices_nonzero(pc.is_valid(gid))
-    first = pa.table({"g": gid, "i": rows}).group_by("g", use_threads=False).aggregate(
-        [("i", "min")]).sort_by("g").column("i_min")
-    reps = [c.take(first).to_pylist() for c in cols]
+    groups = gid.to_pylist()
+    first: list[int] = []  # the first row of each group: group g first seen when g groups are
+    for i, g in enumerate(groups):
+        if g == len(first):
+            first.append(i)
+    reps = [pc.take(c, pa.array(first, pa.int64())).to_pylist() for c in cols]
     got = [spec_filter.partition_of(t) for t in zip(*reps, strict=True)]
     ok_groups = pa.array([g[0] for g in got], pa.bool_())
-    return ok_groups.take(gid), gid.to_pylist(), [g[1] for g in got]
+    return pc.take(ok_groups, gid), groups, [g[1] for g in got]
 
 
 # -- metrics -------------------------------------------------------------------------------
@@ -210,9 +223,11 @@ class _Columns:
         ``fids`` reads (record count; counts and bounds of those ids), read from the columns:
         the evaluator decides and explains them as it would the whole entries (a missing
         map and a map without the id read alike). None when a map cannot be read here."""
+        from floe import arrow_compute as pc
+
         counts = ("value_counts", "null_value_counts", "nan_value_counts")
         bounds = ("lower_bounds", "upper_bounds")
-        taken = self.table.column("record_count").take(rows).to_pylist()
+        taken = pc.take(self.table.column("record_count"), rows).to_pylist()
         maps: list[list[dict[int, Any]]] = []
         for name in (*counts, *bounds):
             per_row: list[dict[int, Any]] = [{} for _ in rows]
@@ -220,7 +235,7 @@ class _Columns:
                 got = self._map(name, fid, name in bounds)
                 if got is None:
                     return None
-                for m, v in zip(per_row, got.take(rows).to_pylist(), strict=True):
+                for m, v in zip(per_row, pc.take(got, rows).to_pylist(), strict=True):
                     if v is not None:
                         m[fid] = v
             maps.append(per_row)
@@ -267,14 +282,14 @@ class _Columns:
         evaluator counts it missing: a NaN), and where a bound is there but not in the
         width this type reads in bulk (undecided there)."""
         import pyarrow as pa
-        import pyarrow.compute as pc
+        from floe import arrow_compute as pc
 
         raw = self._map(name, fid, True)
         if raw is None:
             return None
         if isinstance(t, StringType):
             try:
-                return raw.cast(pa.string()), pa.array([False] * self.n, pa.bool_())
+                return pc.cast(raw, pa.string()), pa.array([False] * self.n, pa.bool_())
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 return None  # a bound that is not UTF-8: the scalar evaluator decides
         fixed = _fixed(t)
@@ -283,7 +298,7 @@ class _Columns:
         width, type_ = fixed
         right = pc.equal(pc.binary_length(raw), width)
         odd = pc.fill_null(pc.invert(right), False)
-        sized = pc.if_else(right, raw, pa.scalar(None, pa.binary())).cast(pa.binary(width))
+        sized = pc.cast(pc.if_else(right, raw, pa.scalar(None, pa.binary())), pa.binary(width))
         validity, data = sized.buffers()
         values = pa.Array.from_buffers(type_, len(sized), [validity, data], sized.null_count,
                                        sized.offset)
@@ -295,7 +310,7 @@ class _Columns:
 def _metrics(spec_filter: Any, stats: _Columns) -> pa.Array | None:
     """Might each row match the metrics evaluator's expression (null: undecided)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
+    from floe import arrow_compute as pc
 
     expr = spec_filter.metrics_expression
     if expr is None:  # no filter: every file kept
@@ -312,7 +327,7 @@ def _metrics(spec_filter: Any, stats: _Columns) -> pa.Array | None:
 
 def _expression(e: BooleanExpression, stats: _Columns) -> pa.Array | None:
     import pyarrow as pa
-    import pyarrow.compute as pc
+    from floe import arrow_compute as pc
 
     if isinstance(e, AlwaysTrue):
         return pa.array([True] * stats.n, pa.bool_())
@@ -337,7 +352,7 @@ def _leaf(p: Predicate, stats: _Columns) -> pa.Array | None:
     """The inclusive metrics rule of ``p`` (floe.expressions.metrics._inclusive_leaf) over
     the rows: True might match, False cannot, null undecided; None when not done in bulk."""
     import pyarrow as pa
-    import pyarrow.compute as pc
+    from floe import arrow_compute as pc
 
     if isinstance(p, (NotEqualTo, NotIn)):
         return pa.array([True] * stats.n, pa.bool_())
@@ -409,7 +424,7 @@ def _leaf(p: Predicate, stats: _Columns) -> pa.Array | None:
 # -- explanations --------------------------------------------------------------------------
 
 
-class DecidedFiles(LazyList[FileDecision]):
+class DecidedFiles(ColumnarFiles):
     """The decisions on the files of a manifest decided in bulk (:func:`decide`), in file
     order, built when first read: kept files' as the plan made them, files pruned by their
     partition from the path column and their group's explanation, files pruned by metrics
@@ -426,16 +441,7 @@ class DecidedFiles(LazyList[FileDecision]):
         live, decisions, spec_filter, kept = source
         stages = decisions.stages()
         paths = live.data_file_column("file_path")
-        by_metrics = [i for i, s in enumerate(stages) if s == 2]
-        files = None
-        expr = spec_filter.metrics_expression
-        if by_metrics and decisions.stats is not None and expr is not None:
-            fids = {p.ref.field_id for p in walk_predicates(expr)}
-            files = decisions.stats.files(by_metrics, fids, paths)
-        if files is None:  # the whole entries, built
-            files = [e.data_file for e in live.take(by_metrics)]
-        metric_reasons = {i: spec_filter.metrics(df)[1]
-                          for i, df in zip(by_metrics, files, strict=True)}
+        metric_reasons = _metric_reasons(live, decisions, spec_filter, stages, paths)
         out: list[FileDecision] = []
         k = iter(kept)
         for i, s in enumerate(stages):
@@ -448,5 +454,55 @@ class DecidedFiles(LazyList[FileDecision]):
                 out.append(FileDecision(paths[i], "data", False, "metrics", metric_reasons[i]))
         return out
 
+    def json_text(self) -> str | None:
+        """The decisions' JSON written by Arrow from the path column, a stage and a reason per
+        row (kept files' from their decisions, which the plan built)."""
+        import pyarrow as pa
+
+        from floe import arrow_compute as pc
+        from floe.scan.explain import encode_compact, joined_texts, json_row_texts
+
+        source = self.source
+        if source is None:
+            return None
+        live, decisions, spec_filter, kept = source
+        path_column = live.arrow_column("file_path")
+        if path_column is None:
+            return None
+        stages = decisions.stages()
+        needs_paths = any(s == 2 for s in stages)
+        paths = live.data_file_column("file_path") if needs_paths else []
+        reasons = decisions.partition_reasons()
+        for i, reason in _metric_reasons(live, decisions, spec_filter, stages, paths).items():
+            reasons[i] = reason
+        stage_of = pa.array([None, "partition", "metrics"], pa.string())
+        texts = json_row_texts([("path", path_column), ("content", "data"), ("kept", False),
+                                ("stage", pc.take(stage_of, decisions.stage_array)),
+                                ("reason", pa.array(reasons, pa.string()))])
+        if texts is None:
+            return None
+        if kept:
+            kept_texts: list[str | None] = [None] * decisions.n
+            for i, d in zip(decisions.kept, kept, strict=True):
+                kept_texts[i] = encode_compact(d.to_json()) + ","
+            texts = pc.if_else(pc.equal(decisions.stage_array, 0),
+                               pa.array(kept_texts, pa.string()), texts)
+        return joined_texts(texts)
+
     def __repr__(self) -> str:
         return f"DecidedFiles({len(self)} files, {self.kept_count} kept)"
+
+
+def _metric_reasons(live: StoredEntries, decisions: Decisions, spec_filter: Any,
+                    stages: list[int], paths: list[str]) -> dict[int, str]:
+    """The metrics evaluator's explanation of each file pruned by its metrics, by row: read
+    from light data files built from the columns, or from the whole entries."""
+    by_metrics = [i for i, s in enumerate(stages) if s == 2]
+    files = None
+    expr = spec_filter.metrics_expression
+    if by_metrics and decisions.stats is not None and expr is not None:
+        fids = {p.ref.field_id for p in walk_predicates(expr)}
+        files = decisions.stats.files(by_metrics, fids, paths)
+    if files is None:  # the whole entries, built
+        files = [e.data_file for e in live.take(by_metrics)]
+    return {i: spec_filter.metrics(df)[1] for i, df in zip(by_metrics, files, strict=True)}

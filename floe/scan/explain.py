@@ -78,7 +78,19 @@ class FileDecision:
         return out
 
 
-class KeptFiles(LazyList[FileDecision]):
+class ColumnarFiles(LazyList[FileDecision]):
+    """The decisions on a manifest's files, built on first read; until then
+    :meth:`json_text` writes their JSON from the manifest's columns."""
+
+    __slots__ = ()
+
+    def json_text(self) -> str | None:
+        """``encode_compact([f.to_json() for f in self])`` without the brackets, written from
+        the columns while the decisions are not built (None: build them to write it)."""
+        return None
+
+
+class KeptFiles(ColumnarFiles):
     """The decisions on the files of a manifest a plan keeps whole with no deletes
     (:class:`~floe.scan.planning.TaskBlock`): every file kept for the same reason. Built as
     :class:`FileDecision` objects on first read; :meth:`to_json` reads the paths alone."""
@@ -99,6 +111,13 @@ class KeptFiles(LazyList[FileDecision]):
         reason = self.reason
         return [{"path": p, "content": "data", "kept": True, "stage": None, "reason": reason,
                  "delete_files": []} for p in self.block.column("file_path")]
+
+    def json_text(self) -> str | None:
+        if self.block.built:
+            return None
+        return _json_rows([("path", self.block.arrow_column("file_path")),
+                           ("content", "data"), ("kept", True), ("stage", None),
+                           ("reason", self.reason), ("delete_files", [])])
 
     def __repr__(self) -> str:
         return f"KeptFiles({len(self)} files: {self.reason})"
@@ -198,13 +217,11 @@ def _tasks_text(tasks: Sequence[FileScanTask]) -> str:
 
 
 def _decision_text(decision: ManifestDecision) -> str:
-    """``encode_compact(decision.to_json())``; the files of a manifest kept whole formatted by
-    Arrow from their paths when it can be."""
+    """``encode_compact(decision.to_json())``; the decisions on the files of a manifest
+    (kept whole, or decided over its columns) formatted by Arrow when it can be."""
     files = decision.files
-    if isinstance(files, KeptFiles) and not files.block.built:
-        rows = _json_rows([("path", files.block.arrow_column("file_path")),
-                           ("content", "data"), ("kept", True), ("stage", None),
-                           ("reason", files.reason), ("delete_files", [])])
+    if isinstance(files, ColumnarFiles) and not files.built:
+        rows = files.json_text()
         if rows is not None:
             doc = dataclasses.replace(decision, files=[])
             head = encode_compact(doc.to_json())
@@ -222,7 +239,7 @@ def _json_values(column: pa.Array) -> pa.Array | None:
     write it the same (a string holding a control character, a type other than string or
     integer)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
+    from floe import arrow_compute as pc
 
     if pa.types.is_string(column.type):
         text = column
@@ -243,8 +260,25 @@ def _json_rows(fields: Sequence[tuple[str, Any]]) -> str | None:
     ``encode_compact`` writes for a list of dicts with these keys, in this order, without the
     brackets. A field's value is an Arrow array (one value per row) or a constant. None when
     a column cannot be written by Arrow (:func:`_json_values`)."""
+    rows = json_row_texts(fields)
+    return None if rows is None else joined_texts(rows)
+
+
+def joined_texts(rows: pa.Array) -> str:
+    """The values of a string array, each ending in a comma, concatenated without the last
+    comma (the array's data buffer read once)."""
+    if not len(rows):
+        return ""
+    offsets = memoryview(rows.buffers()[1]).cast("i")  # a string array's int32 offsets
+    start, end = offsets[rows.offset], offsets[rows.offset + len(rows)]
+    return memoryview(rows.buffers()[2])[start:end - 1].tobytes().decode()
+
+
+def json_row_texts(fields: Sequence[tuple[str, Any]]) -> pa.Array | None:
+    """:func:`_json_rows`'s objects as a string array, one per row, each followed by a
+    comma."""
     import pyarrow as pa
-    import pyarrow.compute as pc
+    from floe import arrow_compute as pc
 
     pieces: list[Any] = []
     text = "{"
@@ -260,14 +294,9 @@ def _json_rows(fields: Sequence[tuple[str, Any]]) -> str | None:
             text += encode_compact(value)
     pieces.append(text + "},")
     try:
-        rows = pc.binary_join_element_wise(*pieces, "")
+        return pc.binary_join_element_wise(*pieces, "")
     except pa.ArrowException:  # more than 2 GiB of text in one manifest
         return None
-    if not len(rows):
-        return ""
-    offsets = memoryview(rows.buffers()[1]).cast("i")  # a string array's int32 offsets
-    start, end = offsets[rows.offset], offsets[rows.offset + len(rows)]
-    return memoryview(rows.buffers()[2])[start:end - 1].tobytes().decode()
 
 
 def _blocks(tasks: Sequence[FileScanTask]) -> list[Sequence[FileScanTask]]:

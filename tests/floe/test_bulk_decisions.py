@@ -7,6 +7,8 @@ the bulk path and without it."""
 from __future__ import annotations
 
 import decimal
+import io as io_module
+import json
 import math
 import struct
 from typing import Any
@@ -24,6 +26,7 @@ from floe.metadata import new_table_metadata
 from floe.partitioning import parse_partition_by
 from floe.scan import decide as bulk
 from floe.scan import native
+from floe.scan.explain import encode_compact, write_plan_json
 from floe.scan.filters import ScanFilter
 from floe.scan.manifest_store import ManifestStore, StoredEntries, wire
 from floe.schema import Schema
@@ -177,6 +180,15 @@ def test_bulk_equals_scalar(files: tuple[DataFile, ...], row_filter: str,
                 for f, (s, r) in zip(files, want, strict=True) if s == 0]
         decisions = bulk.DecidedFiles(live, got, spec_filter, kept)
         assert decisions.kept_count == len(kept)
+        # the JSON written from the columns (floe plan --json) is the decisions' own
+        # (not when every file was kept: the entries were built, the decisions are written
+        # from them; nor with a control character, which Arrow does not escape as json does)
+        text = decisions.json_text()
+        assert not decisions.built
+        if text is None:
+            assert live.built or any(min(d.path + d.reason) < " " for d in decisions)
+        else:
+            assert text == encode_compact([d.to_json() for d in decisions])[1:-1]
         assert [(d.path, d.kept, d.stage, d.reason) for d in decisions] == [
             (f.file_path, s == 0, None if s == 0 else ("partition", "metrics")[s - 1], r)
             for f, (s, r) in zip(files, want, strict=True)]
@@ -254,6 +266,7 @@ def test_a_planned_table_decides_the_same_in_bulk(planned_table: str, row_filter
     from floe.catalog.filesystem import load_table_metadata
     from floe.io import FileIO
     from floe.scan import ManifestCache, plan_files
+    from floe.scan.planning import stream_plan
 
     io = FileIO()
     md = load_table_metadata(io, planned_table)[1]
@@ -272,6 +285,17 @@ def test_a_planned_table_decides_the_same_in_bulk(planned_table: str, row_filter
     one_by_one = plan_files(io, md, row_filter=row_filter, explain=True,
                             cache=ManifestCache())
     assert bulk_plan.to_json() == one_by_one.to_json()
+    # floe plan --json writes the decisions from the columns: the same document
+    monkeypatch.setattr(bulk, "decide", counted)
+    texts: list[str | None] = []
+    json_text = bulk.DecidedFiles.json_text
+    monkeypatch.setattr(bulk.DecidedFiles, "json_text",
+                        lambda self: texts.append(json_text(self)) or texts[-1])
+    streamed = io_module.StringIO()
+    write_plan_json(stream_plan(io, md, row_filter=row_filter, explain=True,
+                                cache=ManifestCache()), streamed)
+    assert used[-1] and any(t is not None for t in texts)
+    assert json.loads(streamed.getvalue()) == json.loads(encode_compact(one_by_one.to_json()))
     assert [t.data_file.file_path for t in bulk_plan.tasks] == \
         [t.data_file.file_path for t in one_by_one.tasks]
     assert [str(t.residual) for t in bulk_plan.tasks] == \
