@@ -23,7 +23,7 @@ checks it on random files and filters).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from floe.expressions.base import (
     AlwaysFalse,
@@ -45,6 +45,7 @@ from floe.expressions.base import (
     Predicate,
     walk_predicates,
 )
+from floe.expressions.visitors import show_value
 from floe.manifest import DataFile, FileContent, FileFormat, ManifestEntry
 from floe.scan.explain import ColumnarFiles, FileDecision
 from floe.scan.manifest_store import StoredEntries
@@ -65,7 +66,7 @@ from floe.types import (
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["Decisions", "DecidedFiles", "decide"]
+__all__ = ["Decisions", "DecidedFiles", "decide", "explained_rows", "kept_reasons"]
 
 
 class Decisions:
@@ -348,77 +349,180 @@ def _expression(e: BooleanExpression, stats: _Columns) -> pa.Array | None:
     return None
 
 
-def _leaf(p: Predicate, stats: _Columns) -> pa.Array | None:
-    """The inclusive metrics rule of ``p`` (floe.expressions.metrics._inclusive_leaf) over
-    the rows: True might match, False cannot, null undecided; None when not done in bulk."""
+class _Rule(NamedTuple):
+    """One way the inclusive rule of a predicate prunes a row: where (no nulls), the
+    explanation's text, and the bound shown after it (None: the text alone)."""
+
+    where: pa.Array
+    text: str
+    shown: pa.Array | None = None
+
+
+def _rules(p: Predicate, stats: _Columns) -> tuple[list[_Rule], pa.Array | None] | None:
+    """The inclusive metrics rule of ``p`` (floe.expressions.metrics._inclusive_leaf) over the
+    rows, as its pruning rules in the order the scalar evaluator tries them, and where the
+    bulk answer holds (None: everywhere; elsewhere a bound is not in the width this type
+    reads in bulk, the scalar evaluator's to read). None when not done in bulk."""
     import pyarrow as pa
     from floe import arrow_compute as pc
 
     if isinstance(p, (NotEqualTo, NotIn)):
-        return pa.array([True] * stats.n, pa.bool_())
+        return [], None
     ref = p.ref
-    fid, t = ref.field_id, ref.type
+    fid, t, name = ref.field_id, ref.type, ref.name
+    ps = str(p)
     vc = stats.count("value_counts", fid)
     nc = stats.count("null_value_counts", fid)
     nan = stats.count("nan_value_counts", fid)
     if vc is None or nc is None or nan is None:
         return None
 
-    def same(a: pa.Array, b: pa.Array) -> pa.Array:  # both known and equal
+    def same(a: pa.Array, b: Any) -> pa.Array:  # both known and equal
         return pc.fill_null(pc.equal(a, b), False)
 
-    nulls_only, nans_only = same(vc, nc), same(vc, nan)
+    all_null = _Rule(same(vc, nc), f"pruned: {ps} but all values of {name} are null")
+    all_nan = _Rule(same(vc, nan), f"pruned: {ps} but all values of {name} are NaN")
     if isinstance(p, IsNull):
-        return pc.invert(pc.fill_null(pc.equal(nc, 0), False))
+        return [_Rule(same(nc, 0), f"pruned: {ps} but null_value_count({name}) = 0")], None
     if isinstance(p, NotNull):
-        return pc.invert(nulls_only)
+        return [all_null], None
     if isinstance(p, IsNaN):
-        return pc.invert(pc.or_(pc.fill_null(pc.equal(nan, 0), False), nulls_only))
+        return [_Rule(same(nan, 0), f"pruned: {ps} but nan_value_count({name}) = 0"),
+                all_null], None
     if isinstance(p, NotNaN):
-        return pc.invert(nans_only)
+        return [all_nan], None
     if not isinstance(p, (LessThan, LessThanOrEqual, GreaterThan, GreaterThanOrEqual,
                           EqualTo)):
         return None
-    lit = p.literal.value
-    absent = pc.or_(nulls_only, nans_only)
+    rules = [all_null, all_nan]
     odd: pa.Array | None = None
-    prune: pa.Array | None = None
-
-    def add(cond: pa.Array) -> None:
-        nonlocal prune
-        cond = pc.fill_null(cond, False)  # a missing bound never prunes
-        prune = cond if prune is None else pc.or_(prune, cond)
-
-    def bound(name: str) -> pa.Array | None:
-        nonlocal odd
-        got = stats.bound(name, fid, t)
-        if got is None:
-            return None
-        values, wrong = got
-        odd = wrong if odd is None else pc.or_(odd, wrong)
-        return values
-
     try:
-        scalar = pa.scalar(lit)
-        if isinstance(p, (LessThan, LessThanOrEqual, EqualTo)):
-            lower = bound("lower_bounds")
-            if lower is None:
+        scalar = pa.scalar(p.literal.value)
+        for name_, lower in (("lower_bounds", True), ("upper_bounds", False)):
+            if lower and isinstance(p, (GreaterThan, GreaterThanOrEqual)) or \
+                    not lower and isinstance(p, (LessThan, LessThanOrEqual)):
+                continue
+            got = stats.bound(name_, fid, t)
+            if got is None:
                 return None
-            add(pc.greater_equal(lower, scalar) if isinstance(p, LessThan)
-                else pc.greater(lower, scalar))
-        if isinstance(p, (GreaterThan, GreaterThanOrEqual, EqualTo)):
-            upper = bound("upper_bounds")
-            if upper is None:
-                return None
-            add(pc.less_equal(upper, scalar) if isinstance(p, GreaterThan)
-                else pc.less(upper, scalar))
+            values, wrong = got
+            odd = wrong if odd is None else pc.or_(odd, wrong)
+            if lower:
+                prunes = pc.greater_equal(values, scalar) if isinstance(p, LessThan) \
+                    else pc.greater(values, scalar)
+            else:
+                prunes = pc.less_equal(values, scalar) if isinstance(p, GreaterThan) \
+                    else pc.less(values, scalar)
+            # a missing bound never prunes
+            rules.append(_Rule(pc.fill_null(prunes, False),
+                               f"pruned: {ps} but {'lower' if lower else 'upper'}_bound({name})"
+                               " = ", values))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError):
         return None  # a literal Arrow does not compare with the bounds: one by one
-    assert prune is not None and odd is not None
-    # the scalar rule: nulls or NaNs only prune first; then an odd bound is the scalar
-    # evaluator's to read; then the bounds
-    undecided = pa.scalar(None, pa.bool_())
-    return pc.if_else(absent, False, pc.if_else(odd, undecided, pc.invert(prune)))
+    assert odd is not None
+    # nulls or NaNs only prune first, whatever the bounds
+    return rules, pc.or_(pc.or_(all_null.where, all_nan.where), pc.invert(odd))
+
+
+def _leaf(p: Predicate, stats: _Columns) -> pa.Array | None:
+    """The inclusive metrics rule of ``p`` over the rows: True might match, False cannot,
+    null undecided; None when not done in bulk."""
+    import pyarrow as pa
+    from floe import arrow_compute as pc
+
+    got = _rules(p, stats)
+    if got is None:
+        return None
+    rules, holds = got
+    prunes: pa.Array | None = None
+    for rule in rules:
+        prunes = rule.where if prunes is None else pc.or_(prunes, rule.where)
+    might = pa.array([True] * stats.n, pa.bool_()) if prunes is None else pc.invert(prunes)
+    return might if holds is None else pc.if_else(holds, might, pa.scalar(None, pa.bool_()))
+
+
+def _explained(e: BooleanExpression, stats: _Columns
+               ) -> tuple[pa.Array, pa.Array, pa.Array | None] | None:
+    """floe.expressions.visitors.compile_explained of the inclusive rules over the rows:
+    (might match, explanation, where both hold: None everywhere); None when not done in
+    bulk."""
+    import pyarrow as pa
+    from floe import arrow_compute as pc
+
+    n = stats.n
+    if isinstance(e, (AlwaysTrue, AlwaysFalse)):
+        ok = isinstance(e, AlwaysTrue)
+        text = f"the filter is always {'true' if ok else 'false'}"
+        return pa.array([ok] * n, pa.bool_()), pa.array([text] * n, pa.string()), None
+    if isinstance(e, (And, Or)):
+        left, right = _explained(e.left, stats), _explained(e.right, stats)
+        if left is None or right is None:
+            return None
+        (a, wa, ha), (b, wb, hb) = left, right
+        if isinstance(e, And):
+            ok = pc.and_(a, b)
+            text = pc.if_else(a, pc.if_else(b, pc.binary_join_element_wise(wa, "; ", wb, ""),
+                                            wb), wa)
+        else:
+            ok = pc.or_(a, b)
+            text = pc.if_else(a, wa, pc.if_else(
+                b, wb, pc.binary_join_element_wise(wa, "; and ", wb, "")))
+        holds = hb if ha is None else ha if hb is None else pc.and_(ha, hb)
+        return ok, text, holds
+    if not isinstance(e, Predicate):
+        return None
+    got = _rules(e, stats)
+    if got is None:
+        return None
+    rules, holds = got
+    text = pa.nulls(n, pa.string())
+    for rule in reversed(rules):  # the first rule that prunes explains
+        says: Any = pa.scalar(rule.text, pa.string())
+        if rule.shown is not None:
+            shown = _shown(e.ref.type, rule.shown, rule.where)
+            says = pc.binary_join_element_wise(says, shown, "")
+        text = pc.if_else(rule.where, says, text)
+    ok = pc.is_null(text)
+    return ok, pc.fill_null(text, f"kept: {e} might match"), holds
+
+
+def _shown(t: Any, values: pa.Array, where: pa.Array) -> pa.Array:
+    """Each value as a filter writes it (floe.expressions.visitors.show_value), for the rows
+    ``where`` says (null elsewhere)."""
+    import pyarrow as pa
+    from floe import arrow_compute as pc
+
+    if isinstance(t, (IntegerType, LongType)):  # shown as Python writes the number
+        return pc.cast(values, pa.string())
+    flags = where.to_pylist()
+    return pa.array([show_value(t, v) if f else None
+                     for v, f in zip(values.to_pylist(), flags, strict=True)], pa.string())
+
+
+def explained_rows(spec_filter: Any, stats: _Columns, rows: list[int]) -> dict[int, str]:
+    """The metrics evaluator's explanation (``spec_filter.metrics(file)[1]``) of each of
+    ``rows`` the bulk rules decide, written over the columns (rows they leave to the scalar
+    evaluator are left out)."""
+    import pyarrow as pa
+    from floe import arrow_compute as pc
+
+    expr = spec_filter.metrics_expression
+    got = None if expr is None or not rows else _explained(expr, stats)
+    if got is None:
+        return {}
+    _, text, holds = got
+    count = stats.table.column("record_count").combine_chunks()
+    unknown = pc.less_equal(count, 0)
+    if spec_filter.metrics_prunes_empty:  # InclusiveMetricsEvaluator.explain's order
+        text = pc.if_else(pc.equal(count, 0), "pruned: the file has no rows",
+                          pc.if_else(unknown, "kept: the record count is unknown", text))
+    else:
+        text = pc.if_else(unknown, "kept: the record count is unknown", text)
+    taken = pc.take(text, pa.array(rows, pa.int64())).to_pylist()
+    if holds is None:
+        return dict(zip(rows, taken, strict=True))
+    sure = pc.take(pc.or_(holds, unknown), pa.array(rows, pa.int64())).to_pylist()
+    return {r: x for r, x, ok in zip(rows, taken, sure, strict=True) if ok}
 
 
 # -- explanations --------------------------------------------------------------------------
@@ -470,10 +574,8 @@ class DecidedFiles(ColumnarFiles):
         if path_column is None:
             return None
         stages = decisions.stages()
-        needs_paths = any(s == 2 for s in stages)
-        paths = live.data_file_column("file_path") if needs_paths else []
         reasons = decisions.partition_reasons()
-        for i, reason in _metric_reasons(live, decisions, spec_filter, stages, paths).items():
+        for i, reason in _metric_reasons(live, decisions, spec_filter, stages).items():
             reasons[i] = reason
         stage_of = pa.array([None, "partition", "metrics"], pa.string())
         texts = json_row_texts([("path", path_column), ("content", "data"), ("kept", False),
@@ -493,16 +595,31 @@ class DecidedFiles(ColumnarFiles):
         return f"DecidedFiles({len(self)} files, {self.kept_count} kept)"
 
 
+def kept_reasons(spec_filter: Any, decisions: Decisions) -> list[str]:
+    """The metrics evaluator's explanation of each kept file (in ``decisions.kept`` order):
+    over the columns where the bulk rules decide, else from the built entry."""
+    stats = decisions.stats
+    got = {} if stats is None else explained_rows(spec_filter, stats, decisions.kept)
+    return [got[i] if i in got else spec_filter.metrics(e.data_file)[1]
+            for i, e in zip(decisions.kept, decisions.built, strict=True)]
+
+
 def _metric_reasons(live: StoredEntries, decisions: Decisions, spec_filter: Any,
-                    stages: list[int], paths: list[str]) -> dict[int, str]:
+                    stages: list[int], paths: list[str] | None = None) -> dict[int, str]:
     """The metrics evaluator's explanation of each file pruned by its metrics, by row: read
     from light data files built from the columns, or from the whole entries."""
     by_metrics = [i for i, s in enumerate(stages) if s == 2]
+    stats = decisions.stats
+    out = {} if stats is None else explained_rows(spec_filter, stats, by_metrics)
+    rest = [i for i in by_metrics if i not in out]  # the scalar evaluator's
     files = None
     expr = spec_filter.metrics_expression
-    if by_metrics and decisions.stats is not None and expr is not None:
+    if rest and stats is not None and expr is not None:
         fids = {p.ref.field_id for p in walk_predicates(expr)}
-        files = decisions.stats.files(by_metrics, fids, paths)
+        if paths is None:
+            paths = live.data_file_column("file_path")
+        files = stats.files(rest, fids, paths)
     if files is None:  # the whole entries, built
-        files = [e.data_file for e in live.take(by_metrics)]
-    return {i: spec_filter.metrics(df)[1] for i, df in zip(by_metrics, files, strict=True)}
+        files = [e.data_file for e in live.take(rest)]
+    out.update((i, spec_filter.metrics(df)[1]) for i, df in zip(rest, files, strict=True))
+    return out

@@ -179,11 +179,23 @@ def plan_to_json(plan: ScanPlan) -> dict[str, Any]:
     return out
 
 
-def task_json(t: FileScanTask) -> dict[str, Any]:
+def task_json(t: FileScanTask, shown: dict[int, tuple[Any, str]] | None = None
+              ) -> dict[str, Any]:
+    """A task's JSON; ``shown`` keeps each residual's text by identity (a plan shares one
+    residual object among the files of a partition: written once, not once per file)."""
+    residual = t.residual
+    text = None
+    if residual is not None:
+        got = None if shown is None else shown.get(id(residual))
+        if got is not None and got[0] is residual:
+            text = got[1]
+        else:
+            text = str(residual)
+            if shown is not None:  # the object is kept with its text: its id stays its own
+                shown[id(residual)] = (residual, text)
     return {"file_path": t.data_file.file_path, "spec_id": t.spec_id,
             "sequence_number": t.sequence_number, "record_count": t.data_file.record_count,
-            "residual": None if t.residual is None else str(t.residual),
-            "delete_files": [d.path for d in t.delete_files]}
+            "residual": text, "delete_files": [d.path for d in t.delete_files]}
 
 
 def tasks_json(tasks: Sequence[FileScanTask]) -> list[dict[str, Any]]:
@@ -192,7 +204,8 @@ def tasks_json(tasks: Sequence[FileScanTask]) -> list[dict[str, Any]]:
     from floe.scan.planning import TaskBlock
 
     if not isinstance(tasks, TaskBlock):
-        return [task_json(t) for t in tasks]
+        shown: dict[int, tuple[Any, str]] = {}
+        return [task_json(t, shown) for t in tasks]
     spec_id = tasks.spec_id
     return [{"file_path": p, "spec_id": spec_id, "sequence_number": s, "record_count": r,
              "residual": None, "delete_files": []}

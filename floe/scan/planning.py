@@ -491,7 +491,7 @@ class _Planner:
                 if stored is not None:
                     # imported here: it loads pyarrow.compute, which `floe` commands that
                     # plan nothing do not need
-                    from floe.scan.decide import DecidedFiles, decide
+                    from floe.scan.decide import DecidedFiles, decide, kept_reasons
 
                     decided = decide(spec_filter, stored)
                 if decided is not None:
@@ -499,8 +499,9 @@ class _Planner:
                     assert stored is not None
                     funnel.data_files_after_partition += decided.after_partition
                     funnel.data_files_after_metrics += len(decided.kept)
-                    explained = [keep(e, spec_filter.metrics(e.data_file)[1] if mdec else "")
-                                 for e in decided.built]
+                    reasons = kept_reasons(spec_filter, decided) if mdec is not None \
+                        else [""] * len(decided.built)
+                    explained = [keep(e, r) for e, r in zip(decided.built, reasons, strict=True)]
                     if mdec is not None:
                         mdec.files = DecidedFiles(stored, decided, spec_filter,
                                                   [d for d in explained if d is not None])

@@ -176,6 +176,10 @@ def test_bulk_equals_scalar(files: tuple[DataFile, ...], row_filter: str,
     assert [e.data_file.file_path for e in got.built] == \
         [f.file_path for f, (s, _) in zip(files, want, strict=True) if s == 0]
     if explain:
+        # the explanations written over the columns are the scalar evaluator's, every row
+        assert got.stats is not None
+        over_columns = bulk.explained_rows(spec_filter, got.stats, list(range(len(files))))
+        assert over_columns == {i: spec_filter.metrics(files[i])[1] for i in over_columns}
         kept = [bulk.FileDecision(f.file_path, "data", True, None, r)
                 for f, (s, r) in zip(files, want, strict=True) if s == 0]
         decisions = bulk.DecidedFiles(live, got, spec_filter, kept)
@@ -212,6 +216,21 @@ def test_bulk_decides_most_files_in_bulk() -> None:
         [f"file:///t/data/{n}.parquet" for n in range(500, 510)]
     assert calls == []  # every file decided over the columns
     assert got.stages().count(2) == 990
+
+    # explained, too: every file's explanation written over the columns
+    spec_filter = ScanFilter(MD, SCHEMA, "l >= 5000 AND l < 5100", True, True).for_spec(0)
+    metrics = spec_filter.metrics
+    spec_filter.metrics = lambda df: calls.append(df) or metrics(df)  # type: ignore[method-assign]
+    live = stored(files)
+    got = bulk.decide(spec_filter, live)
+    assert got is not None
+    kept = [bulk.FileDecision(e.data_file.file_path, "data", True, None, r)
+            for e, r in zip(got.built, bulk.kept_reasons(spec_filter, got), strict=True)]
+    decisions = list(bulk.DecidedFiles(live, got, spec_filter, kept))
+    assert calls == []
+    assert decisions[0].reason == "pruned: l >= 5000 but upper_bound(l) = 9"
+    assert decisions[500].reason == "kept: l >= 5000 might match; kept: l < 5100 might match"
+    assert decisions[510].reason == "pruned: l < 5100 but lower_bound(l) = 5100"
 
 
 def test_corrupt_statistics_fall_back_to_the_scalar_evaluator() -> None:
