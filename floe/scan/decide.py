@@ -441,11 +441,13 @@ def _leaf(p: Predicate, stats: _Columns) -> pa.Array | None:
     return might if holds is None else pc.if_else(holds, might, pa.scalar(None, pa.bool_()))
 
 
-def _explained(e: BooleanExpression, stats: _Columns
+def _explained(e: BooleanExpression, stats: _Columns, need: pa.Array
                ) -> tuple[pa.Array, pa.Array, pa.Array | None] | None:
     """floe.expressions.visitors.compile_explained of the inclusive rules over the rows:
     (might match, explanation, where both hold: None everywhere); None when not done in
-    bulk."""
+    bulk. The explanation is right only where ``need`` is true: a bound is shown only where
+    the text that shows it is the one the evaluator gives (a right-hand side read only
+    where the left one lets it speak)."""
     import pyarrow as pa
     from floe import arrow_compute as pc
 
@@ -455,10 +457,16 @@ def _explained(e: BooleanExpression, stats: _Columns
         text = f"the filter is always {'true' if ok else 'false'}"
         return pa.array([ok] * n, pa.bool_()), pa.array([text] * n, pa.string()), None
     if isinstance(e, (And, Or)):
-        left, right = _explained(e.left, stats), _explained(e.right, stats)
-        if left is None or right is None:
+        left = _explained(e.left, stats, need)
+        if left is None:
             return None
-        (a, wa, ha), (b, wb, hb) = left, right
+        a, wa, ha = left
+        # AND: the right side speaks where the left might match; OR: where it cannot
+        right = _explained(e.right, stats,
+                           pc.and_(need, a if isinstance(e, And) else pc.invert(a)))
+        if right is None:
+            return None
+        b, wb, hb = right
         if isinstance(e, And):
             ok = pc.and_(a, b)
             text = pc.if_else(a, pc.if_else(b, pc.binary_join_element_wise(wa, "; ", wb, ""),
@@ -475,14 +483,21 @@ def _explained(e: BooleanExpression, stats: _Columns
     if got is None:
         return None
     rules, holds = got
-    text = pa.nulls(n, pa.string())
-    for rule in reversed(rules):  # the first rule that prunes explains
+    texts: list[Any] = []
+    silent = need  # rows still needing a text: no earlier rule prunes them
+    for rule in rules:  # the first rule that prunes explains
         says: Any = pa.scalar(rule.text, pa.string())
         if rule.shown is not None:
-            shown = _shown(e.ref.type, rule.shown, rule.where)
+            shown = _shown(e.ref.type, rule.shown, pc.and_(silent, rule.where))
             says = pc.binary_join_element_wise(says, shown, "")
+        texts.append(says)
+        silent = pc.and_(silent, pc.invert(rule.where))
+    text = pa.nulls(n, pa.string())
+    for rule, says in zip(reversed(rules), reversed(texts), strict=True):
         text = pc.if_else(rule.where, says, text)
-    ok = pc.is_null(text)
+    ok = pa.array([True] * n, pa.bool_())
+    for rule in rules:
+        ok = pc.and_(ok, pc.invert(rule.where))
     return ok, pc.fill_null(text, f"kept: {e} might match"), holds
 
 
@@ -494,9 +509,11 @@ def _shown(t: Any, values: pa.Array, where: pa.Array) -> pa.Array:
 
     if isinstance(t, (IntegerType, LongType)):  # shown as Python writes the number
         return pc.cast(values, pa.string())
-    flags = where.to_pylist()
-    return pa.array([show_value(t, v) if f else None
-                     for v, f in zip(values.to_pylist(), flags, strict=True)], pa.string())
+    rows = pc.indices_nonzero(where)
+    out: list[str | None] = [None] * len(values)
+    for i, v in zip(rows.to_pylist(), pc.take(values, rows).to_pylist(), strict=True):
+        out[i] = show_value(t, v)
+    return pa.array(out, pa.string())
 
 
 def explained_rows(spec_filter: Any, stats: _Columns, rows: list[int]) -> dict[int, str]:
@@ -507,7 +524,12 @@ def explained_rows(spec_filter: Any, stats: _Columns, rows: list[int]) -> dict[i
     from floe import arrow_compute as pc
 
     expr = spec_filter.metrics_expression
-    got = None if expr is None or not rows else _explained(expr, stats)
+    if expr is None or not rows:
+        return {}
+    need = [False] * stats.n
+    for r in rows:
+        need[r] = True
+    got = _explained(expr, stats, pa.array(need, pa.bool_()))
     if got is None:
         return {}
     _, text, holds = got
