@@ -9,7 +9,10 @@ decoding it, best of 3:
 - PyIceberg: ``ManifestFile.fetch_manifest_entry(io, discard_deleted=False)``;
 - floe -> cache table: what a plan does on a miss without floe._native: the live entries
   decoded in Python, then the persistent cache's Arrow table built from them;
-- floe (native): the same table from floe._native (floe.scan.native), when it is built.
+- floe (native): the same table from floe._native (floe.scan.native), when it is built;
+  beside it the C ceiling: the blocks inflated alone (zlib), and the extension's walk of the
+  inflated bytes into column buffers alone (``floe._native.decode``); the rest of
+  ``floe (native)`` is Python building the Arrow table from those buffers.
 
 Usage: ``python benchmarks/manifest_read.py [entries]``.
 """
@@ -119,7 +122,24 @@ def main() -> None:
         if native.available():
             data = fio.read(path)
             rows.append(("floe (native)", *best_of(lambda: native.decode_live_table(data, mf))))
-    for _, _, out in rows:
+            # the C ceiling: what decode_live_table spends in C, apart from the rest
+            from floe.avro import container_blocks
+
+            def inflated() -> list[tuple[int, bytes]]:
+                return [(count, bytes(block)) for count, block, _ in container_blocks(data)[1]]
+
+            blocks = inflated()
+            program = native._program(container_blocks(data)[0]["avro.schema"].decode())
+            assert program is not None
+            ext = native.extension()
+            assert ext is not None
+            secs, _ = best_of(inflated)
+            rows.append(("  inflate (zlib, C)", secs, blocks))
+            secs, _ = best_of(lambda: ext.decode(program.code, program.kind_codes, blocks))
+            rows.append(("  decode walk (C)", secs, blocks))
+    for name, _, out in rows:
+        if name.startswith("  "):
+            continue
         assert (out.num_rows if hasattr(out, "num_rows") else len(out)) == entries
     print(f"{'engine':<20} {'entries/s':>12} {'seconds':>9} {'us/entry':>9}")
     for name, secs, _ in rows:

@@ -16,8 +16,12 @@ only the files a plan keeps (or a caller reads the decision of) become Python ob
   evaluator, the reference; ``And`` / ``Or`` combine in Kleene's logic, which is exactly
   "pruned when one side of an AND prunes" and "kept when one side of an OR keeps".
 
-The decisions equal the scalar evaluators' file by file (tests/floe/test_bulk_decisions.py
-checks it on random files and filters).
+Explanations follow the same rules: each predicate's rules carry the scalar evaluator's text
+in its order, combined as :func:`floe.expressions.visitors.compile_explained` combines them;
+a plan writes its file decisions' JSON from the columns (:meth:`DecidedFiles.json_text`).
+
+The decisions and explanations equal the scalar evaluators' file by file
+(tests/floe/test_bulk_decisions.py checks it on random files and filters).
 """
 
 from __future__ import annotations
