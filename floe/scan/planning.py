@@ -489,8 +489,8 @@ class _Planner:
                 stored = live if isinstance(live, StoredEntries) else None
                 decided = None
                 if stored is not None:
-                    # imported here: it loads pyarrow.compute, which `floe` commands that
-                    # plan nothing do not need
+                    # imported here: it loads pyarrow, which `floe` commands that plan
+                    # nothing do not need
                     from floe.scan.decide import DecidedFiles, decide, kept_reasons
 
                     decided = decide(spec_filter, stored)

@@ -14,7 +14,7 @@ FLOE = Path(__file__).resolve().parents[2] / "floe"
 #: floe's top-level modules and packages, lowest first; a module may import its own layer
 #: and the layers below.
 LAYERS = [
-    {"errors", "types", "clock", "properties", "bulk", "stats", "cache"},
+    {"errors", "types", "clock", "properties", "bulk", "stats", "cache", "arrow_compute"},
     {"schema", "conversions", "transforms", "snapshots", "avro", "avro_schemas"},
     {"partitioning", "sorting", "name_mapping"},
     {"metadata", "manifest", "history"},
