@@ -79,7 +79,7 @@ class Decisions:
     order; ``partition_reason(i)`` the partition evaluator's explanation of row ``i``."""
 
     __slots__ = ("n", "after_partition", "kept", "built", "_group", "_reasons", "_stages",
-                 "stats")
+                 "stats", "_explained")
 
     def __init__(self, n: int, after_partition: int, kept: list[int],
                  built: list[ManifestEntry], group: list[int] | None,
@@ -92,6 +92,17 @@ class Decisions:
         self._group = group
         self._reasons = reasons
         self._stages = stages
+        self._explained: dict[int, str] | None = None
+
+    def metric_explanations(self, spec_filter: Any) -> dict[int, str]:
+        """:func:`explained_rows` of every file the partition keeps (kept or pruned by its
+        metrics), written over the columns once per manifest: the plan reads the kept
+        files' when it decides, the pruned ones' when they are read or written."""
+        if self._explained is None:
+            rows = [i for i, s in enumerate(self.stages()) if s != 1]
+            self._explained = {} if self.stats is None else \
+                explained_rows(spec_filter, self.stats, rows)
+        return self._explained
 
     def partition_reason(self, i: int) -> str:
         return self._reasons[0 if self._group is None else self._group[i]]
@@ -438,11 +449,19 @@ def _leaf(p: Predicate, stats: _Columns) -> pa.Array | None:
     if got is None:
         return None
     rules, holds = got
+    might = _might(rules, stats.n)
+    return might if holds is None else pc.if_else(holds, might, pa.scalar(None, pa.bool_()))
+
+
+def _might(rules: list[_Rule], n: int) -> pa.Array:
+    """Where no rule prunes: the row might match."""
+    import pyarrow as pa
+    from floe import arrow_compute as pc
+
     prunes: pa.Array | None = None
     for rule in rules:
         prunes = rule.where if prunes is None else pc.or_(prunes, rule.where)
-    might = pa.array([True] * stats.n, pa.bool_()) if prunes is None else pc.invert(prunes)
-    return might if holds is None else pc.if_else(holds, might, pa.scalar(None, pa.bool_()))
+    return pa.array([True] * n, pa.bool_()) if prunes is None else pc.invert(prunes)
 
 
 def _explained(e: BooleanExpression, stats: _Columns, need: pa.Array
@@ -499,10 +518,7 @@ def _explained(e: BooleanExpression, stats: _Columns, need: pa.Array
     text = pa.nulls(n, pa.string())
     for rule, says in zip(reversed(rules), reversed(texts), strict=True):
         text = pc.if_else(rule.where, says, text)
-    ok = pa.array([True] * n, pa.bool_())
-    for rule in rules:
-        ok = pc.and_(ok, pc.invert(rule.where))
-    return ok, pc.fill_null(text, f"kept: {e} might match"), holds
+    return _might(rules, n), pc.fill_null(text, f"kept: {e} might match"), holds
 
 
 def _shown(t: Any, values: pa.Array, where: pa.Array) -> pa.Array:
@@ -624,8 +640,7 @@ class DecidedFiles(ColumnarFiles):
 def kept_reasons(spec_filter: Any, decisions: Decisions) -> list[str]:
     """The metrics evaluator's explanation of each kept file (in ``decisions.kept`` order):
     over the columns where the bulk rules decide, else from the built entry."""
-    stats = decisions.stats
-    got = {} if stats is None else explained_rows(spec_filter, stats, decisions.kept)
+    got = decisions.metric_explanations(spec_filter)
     return [got[i] if i in got else spec_filter.metrics(e.data_file)[1]
             for i, e in zip(decisions.kept, decisions.built, strict=True)]
 
@@ -636,7 +651,8 @@ def _metric_reasons(live: StoredEntries, decisions: Decisions, spec_filter: Any,
     from light data files built from the columns, or from the whole entries."""
     by_metrics = [i for i, s in enumerate(stages) if s == 2]
     stats = decisions.stats
-    out = {} if stats is None else explained_rows(spec_filter, stats, by_metrics)
+    explained = decisions.metric_explanations(spec_filter)
+    out = {i: explained[i] for i in by_metrics if i in explained}
     rest = [i for i in by_metrics if i not in out]  # the scalar evaluator's
     files = None
     expr = spec_filter.metrics_expression
