@@ -412,7 +412,7 @@ def _rules(p: Predicate, stats: _Columns) -> tuple[list[_Rule], pa.Array | None]
     rules = [all_null, all_nan]
     odd: pa.Array | None = None
     try:
-        scalar = pa.scalar(p.literal.value)
+        scalar = pc.as_scalar(p.literal.value)
         for name_, lower in (("lower_bounds", True), ("upper_bounds", False)):
             if lower and isinstance(p, (GreaterThan, GreaterThanOrEqual)) or \
                     not lower and isinstance(p, (LessThan, LessThanOrEqual)):

@@ -482,7 +482,7 @@ def _live_table(program: _Program, arrays: dict[str, pa.Array], manifest: Manife
             seq = pc.if_else(pc.and_(pc.is_null(seq), added), m_seq, seq)
             fseq = pc.if_else(pc.and_(pc.is_null(fseq), added), m_seq, fseq)
     fmt = arrays["file_format"]
-    lower = pc.is_in(fmt, value_set=pa.array(sorted(_LOWER_FORMATS)))
+    lower = pc.is_in(fmt, value_set=pa.array(sorted(_LOWER_FORMATS), pa.string()))
     if pc.any(lower).as_py():  # "parquet" read as FileFormat.PARQUET
         fmt = pc.if_else(lower, pc.utf8_upper(fmt), fmt)
     first_row_id = get("first_row_id")
