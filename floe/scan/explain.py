@@ -243,8 +243,23 @@ def _decision_text(decision: ManifestDecision) -> str:
     return encode_compact(decision.to_json())
 
 
-_ESCAPED = '[\\x00-\\x1f"\\\\]'  # what the json module escapes in a string
-_CONTROL = "[\\x00-\\x1f]"  # control characters: escaped in ways Arrow does not mimic
+_CONTROL = bytes(range(0x20))  # control characters: escaped in ways Arrow does not mimic
+_ESCAPED = _CONTROL + b'"\\'  # what the json module escapes in a string
+
+
+def _holds_any(column: pa.Array, chars: bytes) -> bool:
+    """Whether a string array's values hold any of the ASCII ``chars``: its data buffer read
+    once, about five times faster than Arrow's regex kernel. Bytes under null slots count
+    too (the caller then looks closer)."""
+    if not len(column):
+        return False
+    offsets = memoryview(column.buffers()[1]).cast("i")  # a string array's int32 offsets
+    start, end = offsets[column.offset], offsets[column.offset + len(column)]
+    data = column.buffers()[2]
+    if data is None or start == end:
+        return False
+    values = memoryview(data)[start:end]
+    return len(values.tobytes().translate(None, chars)) != end - start
 
 
 def _json_values(column: pa.Array) -> pa.Array | None:
@@ -256,8 +271,8 @@ def _json_values(column: pa.Array) -> pa.Array | None:
 
     if pa.types.is_string(column.type):
         text = column
-        if pc.any(pc.match_substring_regex(column, _ESCAPED)).as_py():  # rare: look closer
-            if pc.any(pc.match_substring_regex(column, _CONTROL)).as_py():
+        if _holds_any(column, _ESCAPED):  # rare: look closer
+            if _holds_any(column, _CONTROL):
                 return None
             text = pc.replace_substring(pc.replace_substring(text, "\\", "\\\\"), '"', '\\"')
         text = pc.binary_join_element_wise('"', text, '"', "")

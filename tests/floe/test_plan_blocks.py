@@ -107,6 +107,14 @@ def test_json_rows_write_what_the_json_module_writes() -> None:
     # control characters are escaped by the json module in its own way: left to it
     assert explain_mod._json_rows([("path", pa.array(STRINGS))]) is None
     assert explain_mod._json_rows([("x", pa.array([1.5]))]) is None
+    # a slice is read from its own bytes: the tab before or after it does not count
+    whole = pa.array(["tab\there", 'a "q"', "back\\slash", "ok", "tab\tagain"])
+    for lo, n in [(1, 3), (1, 2), (3, 1), (2, 0)]:
+        part = whole.slice(lo, n)
+        assert explain_mod._json_rows([("p", part)]) == \
+            encode_compact([{"p": v} for v in part.to_pylist()])[1:-1]
+    assert explain_mod._json_rows([("p", whole.slice(0, 2))]) is None
+    assert explain_mod._json_rows([("p", whole.slice(3, 2))]) is None
 
 
 def test_from_the_persistent_cache_a_full_plan_builds_no_entry(
