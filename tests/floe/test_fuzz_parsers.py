@@ -35,7 +35,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from floe.avro import MAGIC, encode_long, read_avro
+from floe.avro import MAGIC, AvroCorrupt, encode_long, read_avro
 from floe.catalog.base import read_metadata
 from floe.catalog.config import load_catalogs
 from floe.catalog.filesystem import FileSystemCatalog
@@ -466,6 +466,56 @@ def test_deflate_bomb_stops_at_the_limit() -> None:
     data = _container(_record(("b", "bytes")), [(1, block)], codec="deflate")
     with pytest.raises(MetadataError, match="inflates to more than"):
         read_avro(data, "x.avro")
+
+
+def _inflated(inflater: Any, data: bytes, wbits: int, limit: int) -> Any:
+    """What floe.avro.inflate gives with ``inflater``'s library: the bytes, or the error's
+    type."""
+    import floe.avro as avro_mod
+
+    saved = list(avro_mod._INFLATER)
+    avro_mod._INFLATER[:] = [inflater]
+    try:
+        return avro_mod.inflate(data, wbits, limit)
+    except (zlib.error, AvroCorrupt) as e:
+        return type(e)
+    finally:
+        avro_mod._INFLATER[:] = saved
+
+
+@given(raw=st.binary(max_size=3000), level=st.integers(0, 9), wbits=st.sampled_from([-15, 31]),
+       cut=st.integers(0, 4000), flip=st.integers(0, 4000), limit=st.integers(1, 5000))
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+def test_isal_inflates_as_zlib_does(raw: bytes, level: int, wbits: int, cut: int, flip: int,
+                                    limit: int) -> None:
+    """ISA-L (python-isal), which inflates deflate blocks when installed, gives the bytes
+    zlib gives and refuses what zlib refuses (truncated, corrupt, over the limit) with the
+    same error types."""
+    from isal import isal_zlib
+
+    z = zlib.compressobj(level, zlib.DEFLATED, wbits)
+    good = z.compress(raw) + z.flush()
+    cases = [good, good[:cut % (len(good) + 1)]]
+    if good:
+        bad = bytearray(good)
+        bad[flip % len(bad)] ^= 0x5A
+        cases.append(bytes(bad))
+    for data in cases:
+        for lim in (limit, 1 << 20):
+            want = _inflated((zlib.decompressobj, zlib.error), data, wbits, lim)
+            got = _inflated((isal_zlib.decompressobj, isal_zlib.error), data, wbits, lim)
+            assert got == want, (data, lim)
+
+
+def test_deflate_bomb_stops_at_the_limit_with_either_library() -> None:
+    from isal import isal_zlib
+
+    z = zlib.compressobj(9, zlib.DEFLATED, -15)
+    block = b"".join(z.compress(bytes(1 << 20)) for _ in range(64)) + z.flush()
+    for inflater in ((zlib.decompressobj, zlib.error), (isal_zlib.decompressobj,
+                                                        isal_zlib.error)):
+        assert _inflated(inflater, block, -15, 1 << 20) is AvroCorrupt
+        assert _inflated(inflater, block, -15, 64 << 20) == bytes(64 << 20)
 
 
 def _bytes_record(value: bytes) -> bytes:
