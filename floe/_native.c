@@ -46,13 +46,29 @@ static PyObject *TruncatedError, *CorruptError, *UnsupportedError;
 
 /* -- growable buffers ------------------------------------------------------------------ */
 
+/* The bytes live in a Python bytes object, handed over as it is when decoding ends (no
+ * copy; its unused capacity is cut off then). */
 typedef struct {
+    PyObject *obj; /* a bytes object of `cap` bytes, or NULL */
     char *p;
     Py_ssize_t len, cap;
 } Buf;
 
-/* Room for `extra` more bytes; new bytes are zeroed (bitmaps rely on it). */
-static int buf_reserve(Buf *b, Py_ssize_t extra) {
+/* Room for `extra` more bytes (not zeroed: capacity reserved and never written costs no
+ * page of memory). */
+static int buf_grow(Buf *b, Py_ssize_t extra);
+
+/* Small functions on every value's path: inlined. */
+#define HOT static inline __attribute__((always_inline))
+
+HOT int buf_reserve(Buf *b, Py_ssize_t extra) {
+    if (extra >= 0 && extra <= b->cap - b->len)
+        return 0;
+    return buf_grow(b, extra);
+}
+
+/* buf_reserve's slow path: a bigger bytes object. */
+static __attribute__((noinline)) int buf_grow(Buf *b, Py_ssize_t extra) {
     if (extra < 0 || b->len > PY_SSIZE_T_MAX - extra) {
         PyErr_NoMemory();
         return -1;
@@ -62,24 +78,47 @@ static int buf_reserve(Buf *b, Py_ssize_t extra) {
         return 0;
     Py_ssize_t cap = b->cap ? b->cap : 256;
     while (cap < need) {
-        if (cap > PY_SSIZE_T_MAX / 2) {
+        if (cap > PY_SSIZE_T_MAX / 4) {
             cap = need;
             break;
         }
         cap *= 2;
     }
-    char *p = PyMem_Realloc(b->p, (size_t)cap);
-    if (p == NULL) {
-        PyErr_NoMemory();
+    if (b->obj == NULL) {
+        b->obj = PyBytes_FromStringAndSize(NULL, cap);
+        if (b->obj == NULL)
+            return -1;
+    } else if (_PyBytes_Resize(&b->obj, cap) < 0) { /* frees it on failure */
+        b->p = NULL;
+        b->len = b->cap = 0;
         return -1;
     }
-    memset(p + b->cap, 0, (size_t)(cap - b->cap));
-    b->p = p;
+    b->p = PyBytes_AS_STRING(b->obj);
     b->cap = cap;
     return 0;
 }
 
-static int buf_append(Buf *b, const void *src, Py_ssize_t n) {
+/* The bytes written, as a bytes object (the buffer is left empty). */
+static PyObject *buf_take(Buf *b) {
+    PyObject *obj = b->obj;
+    Py_ssize_t len = b->len;
+    b->obj = NULL;
+    b->p = NULL;
+    b->len = b->cap = 0;
+    if (obj == NULL)
+        return PyBytes_FromStringAndSize("", 0);
+    if (_PyBytes_Resize(&obj, len) < 0)
+        return NULL;
+    return obj;
+}
+
+static void buf_free(Buf *b) {
+    Py_CLEAR(b->obj);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+HOT int buf_append(Buf *b, const void *src, Py_ssize_t n) {
     if (buf_reserve(b, n) < 0)
         return -1;
     if (n)
@@ -88,12 +127,13 @@ static int buf_append(Buf *b, const void *src, Py_ssize_t n) {
     return 0;
 }
 
-/* Bit `i` of a bitmap kept in `b` (grown to hold it, zero-filled). */
-static int bit_set(Buf *b, Py_ssize_t i, int value) {
+/* Bit `i` of a bitmap kept in `b` (grown to hold it, the new bytes zero-filled). */
+HOT int bit_set(Buf *b, Py_ssize_t i, int value) {
     Py_ssize_t byte = i >> 3;
     if (byte >= b->len) {
         if (buf_reserve(b, byte + 1 - b->len) < 0)
             return -1;
+        memset(b->p + b->len, 0, (size_t)(byte + 1 - b->len));
         b->len = byte + 1;
     }
     if (value)
@@ -112,7 +152,7 @@ typedef struct {
     Buf data;     /* bytes of binary values; int64 items of lists */
 } Column;
 
-static int col_offset(Column *c, Py_ssize_t end) {
+HOT int col_offset(Column *c, Py_ssize_t end) {
     /* bounds: Arrow's binary and list offsets are int32 */
     if (end > INT32_MAX) {
         PyErr_SetString(UnsupportedError, "a column holds more than 2 GiB");
@@ -122,7 +162,7 @@ static int col_offset(Column *c, Py_ssize_t end) {
     return buf_append(&c->offsets, &o, sizeof o);
 }
 
-static int col_valid(Column *c, int valid) {
+HOT int col_valid(Column *c, int valid) {
     if (bit_set(&c->validity, c->length, valid) < 0)
         return -1;
     if (!valid)
@@ -178,9 +218,15 @@ static int corrupt(const char *msg) {
 
 /* A zig-zag varint, as floe.avro.read_long reads it: at most 10 bytes. `*big` is set
  * when the value does not fit 64 bits (Python reads it as a larger int). */
-static int read_varint(Decoder *d, int64_t *out, int *big) {
+HOT int read_varint(Decoder *d, int64_t *out, int *big) {
     uint64_t v = 0;
     *big = 0;
+    /* bounds: the one byte must be in the block (most varints here are one byte) */
+    if (d->p < d->end && !(*d->p & 0x80)) {
+        v = *d->p++;
+        *out = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
+        return 0;
+    }
     for (int i = 0; i < 10; i++) {
         /* bounds: each byte of the varint must be in the block */
         if (d->p >= d->end)
@@ -203,7 +249,7 @@ static int read_varint(Decoder *d, int64_t *out, int *big) {
 }
 
 /* A varint used as a value: one beyond 64 bits is declined. */
-static int read_value(Decoder *d, int64_t *out) {
+HOT int read_value(Decoder *d, int64_t *out) {
     int big;
     if (read_varint(d, out, &big) < 0)
         return -1;
@@ -215,7 +261,7 @@ static int read_value(Decoder *d, int64_t *out) {
 }
 
 /* A length (of bytes or a string): checked against the bytes left. */
-static int read_length(Decoder *d, Py_ssize_t *out) {
+HOT int read_length(Decoder *d, Py_ssize_t *out) {
     int64_t n;
     int big;
     if (read_varint(d, &n, &big) < 0)
@@ -295,7 +341,7 @@ static int utf8_valid(const uint8_t *s, Py_ssize_t n) {
 }
 
 /* The program word at `*pc` (advanced). */
-static int word(Decoder *d, Py_ssize_t *pc, int32_t *out) {
+HOT int word(Decoder *d, Py_ssize_t *pc, int32_t *out) {
     /* bounds: the program is built by the glue, but is checked like the bytes */
     if (*pc >= d->prog_len) {
         PyErr_SetString(PyExc_ValueError, "malformed program");
@@ -306,7 +352,7 @@ static int word(Decoder *d, Py_ssize_t *pc, int32_t *out) {
 }
 
 /* The column named at `*pc`, which must be of `kind` (-1: any). */
-static int column(Decoder *d, Py_ssize_t *pc, Column **out, int kind) {
+HOT int column(Decoder *d, Py_ssize_t *pc, Column **out, int kind) {
     int32_t k;
     if (word(d, pc, &k) < 0)
         return -1;
@@ -424,10 +470,35 @@ static int min_bytes(Decoder *d, Py_ssize_t *pc, int depth, Py_ssize_t *out) {
     return -1;
 }
 
-/* Past `n` entries of a map<int, long> kept as bytes: each varint at most 10 bytes. */
+/* Past `n` entries of a map<int, long> kept as bytes: 2n varints, each at most 10 bytes.
+ * Eight bytes are looked at a time: a varint ends at a byte without its top bit, so the
+ * word's top bits say how many varints end in it and where (no branch per byte). */
 static int skip_int_entries(Decoder *d, Py_ssize_t n) {
-    for (Py_ssize_t i = 0; i < 2 * n; i++) {
-        int k = 0;
+    const uint64_t tops = 0x8080808080808080ULL;
+    Py_ssize_t need = 2 * n; /* varints still to pass */
+    int k = 0;               /* continuation bytes of the varint under way */
+    while (need > 0 && d->end - d->p >= 8) { /* bounds: the word is in the block */
+        uint64_t w, ends;
+        memcpy(&w, d->p, 8); /* little-endian hosts only: checked at import */
+        ends = ~w & tops;    /* the top bit of each byte that ends a varint */
+        if (ends == 0)
+            break; /* eight continuation bytes: left to the loop below */
+        /* bounds: 9 continuation bytes at most before the first end, like the loop below */
+        if (k + (__builtin_ctzll(ends) >> 3) > 9)
+            return truncated();
+        /* how many bytes end a varint: one bit per byte, summed into the top byte */
+        Py_ssize_t in_word = (Py_ssize_t)(((ends >> 7) * 0x0101010101010101ULL) >> 56);
+        if (in_word >= need) { /* the last varint ends in this word */
+            for (Py_ssize_t i = 1; i < need; i++)
+                ends &= ends - 1;
+            d->p += (__builtin_ctzll(ends) >> 3) + 1;
+            return 0;
+        }
+        need -= in_word;
+        k = 7 - ((63 - __builtin_clzll(ends)) >> 3); /* continuation bytes after the last */
+        d->p += 8;
+    }
+    for (; need > 0; need--, k = 0) {
         for (;;) {
             /* bounds: each byte of the varint must be in the block */
             if (d->p >= d->end)
@@ -663,16 +734,72 @@ static int run(Decoder *d, Py_ssize_t *pc, int depth) {
 
 static void free_columns(Column *cols, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyMem_Free(cols[i].validity.p);
-        PyMem_Free(cols[i].values.p);
-        PyMem_Free(cols[i].offsets.p);
-        PyMem_Free(cols[i].data.p);
+        buf_free(&cols[i].validity);
+        buf_free(&cols[i].values);
+        buf_free(&cols[i].offsets);
+        buf_free(&cols[i].data);
     }
     PyMem_Free(cols);
 }
 
-static PyObject *bytes_of(Buf *b) {
-    return PyBytes_FromStringAndSize(b->p ? b->p : "", b->len);
+
+/* The columns' buffers sized once for the records the blocks hold (growing them record by
+ * record copied and zeroed them again and again): fixed-width values for every record, and
+ * for binary values as many bytes as the blocks hold, up to RESERVE_BYTES (beyond, they
+ * grow). Invalid counts are left to the decoding loop, which refuses them. */
+#define RESERVE_BYTES ((Py_ssize_t)64 << 20)
+
+static int reserve_columns(Column *cols, Py_ssize_t ncols, PyObject *seq,
+                           Py_ssize_t record_bytes) {
+    Py_ssize_t records = 0, bytes = 0;
+    for (Py_ssize_t b = 0; b < PySequence_Fast_GET_SIZE(seq); b++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, b);
+        Py_ssize_t count;
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2 ||
+            !PyBytes_Check(PyTuple_GET_ITEM(item, 1)))
+            return 0; /* the loop raises the error */
+        count = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 0));
+        if (count == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        Py_ssize_t size = PyBytes_GET_SIZE(PyTuple_GET_ITEM(item, 1));
+        /* bounds: as the loop checks it, so the sums stay below the bytes given */
+        if (count < 0 || count > size / record_bytes)
+            return 0;
+        records += count;
+        bytes += size;
+        if (bytes > RESERVE_BYTES) {
+            bytes = RESERVE_BYTES;
+        }
+        if (records > RESERVE_BYTES)
+            records = RESERVE_BYTES;
+    }
+    for (Py_ssize_t k = 0; k < ncols; k++) {
+        Column *c = &cols[k];
+        if (buf_reserve(&c->validity, records / 8 + 1) < 0)
+            return -1;
+        switch (c->kind) {
+        case K_INT64:
+        case K_DOUBLE:
+            if (buf_reserve(&c->values, 8 * records) < 0)
+                return -1;
+            break;
+        case K_BOOL:
+            if (buf_reserve(&c->values, records / 8 + 1) < 0)
+                return -1;
+            break;
+        case K_BINARY:
+            if (buf_reserve(&c->data, bytes) < 0)
+                return -1;
+            /* fall through: offsets */
+        case K_LIST:
+            if (buf_reserve(&c->offsets, 4 * records) < 0)
+                return -1;
+            break;
+        }
+    }
+    return 0;
 }
 
 PyDoc_STRVAR(decode_doc,
@@ -723,6 +850,8 @@ static PyObject *decode(PyObject *self, PyObject *args) {
         goto done;
     if (record_bytes < 1)
         record_bytes = 1; /* floe.avro's rule: a record takes a byte at least */
+    if (reserve_columns(cols, ncols, seq, record_bytes) < 0)
+        goto done;
     for (Py_ssize_t b = 0; b < PySequence_Fast_GET_SIZE(seq); b++) {
         PyObject *item = PySequence_Fast_GET_ITEM(seq, b);
         Py_ssize_t count;
@@ -758,9 +887,9 @@ static PyObject *decode(PyObject *self, PyObject *args) {
         goto done;
     for (Py_ssize_t k = 0; k < ncols; k++) {
         Column *c = &cols[k];
-        PyObject *t = Py_BuildValue("nnNNNN", c->length, c->null_count, bytes_of(&c->validity),
-                                    bytes_of(&c->values), bytes_of(&c->offsets),
-                                    bytes_of(&c->data));
+        PyObject *t = Py_BuildValue("nnNNNN", c->length, c->null_count, buf_take(&c->validity),
+                                    buf_take(&c->values), buf_take(&c->offsets),
+                                    buf_take(&c->data));
         if (t == NULL) {
             Py_CLEAR(result);
             goto done;
@@ -884,16 +1013,16 @@ static PyObject *map_get(PyObject *self, PyObject *args) {
         }
     }
     if (as_bytes)
-        result = Py_BuildValue("nNNN", out.null_count, bytes_of(&out.validity),
-                               bytes_of(&out.offsets), bytes_of(&out.data));
+        result = Py_BuildValue("nNNN", out.null_count, buf_take(&out.validity),
+                               buf_take(&out.offsets), buf_take(&out.data));
     else
-        result = Py_BuildValue("nNN", out.null_count, bytes_of(&out.validity),
-                               bytes_of(&out.values));
+        result = Py_BuildValue("nNN", out.null_count, buf_take(&out.validity),
+                               buf_take(&out.values));
 done:
-    PyMem_Free(out.validity.p);
-    PyMem_Free(out.values.p);
-    PyMem_Free(out.offsets.p);
-    PyMem_Free(out.data.p);
+    buf_free(&out.validity);
+    buf_free(&out.values);
+    buf_free(&out.offsets);
+    buf_free(&out.data);
     PyBuffer_Release(&offs);
     PyBuffer_Release(&data);
     if (valid.buf != NULL)

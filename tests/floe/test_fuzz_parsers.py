@@ -489,8 +489,8 @@ def _inflated(inflater: Any, data: bytes, wbits: int, limit: int) -> Any:
 def test_isal_inflates_as_zlib_does(raw: bytes, level: int, wbits: int, cut: int, flip: int,
                                     limit: int) -> None:
     """ISA-L (python-isal), which inflates deflate blocks when installed, gives the bytes
-    zlib gives and refuses what zlib refuses (truncated, corrupt, over the limit) with the
-    same error types."""
+    zlib gives and refuses what zlib refuses (truncated, corrupt, over the limit); with a
+    limit the stream does not reach, with the same error type."""
     from isal import isal_zlib
 
     z = zlib.compressobj(level, zlib.DEFLATED, wbits)
@@ -504,7 +504,11 @@ def test_isal_inflates_as_zlib_does(raw: bytes, level: int, wbits: int, cut: int
         for lim in (limit, 1 << 20):
             want = _inflated((zlib.decompressobj, zlib.error), data, wbits, lim)
             got = _inflated((isal_zlib.decompressobj, isal_zlib.error), data, wbits, lim)
-            assert got == want, (data, lim)
+            if isinstance(want, bytes):
+                assert got == want, (data, lim)
+            else:  # refused by both (a corrupt stream may be found so before the limit is)
+                assert got in (zlib.error, AvroCorrupt), (data, lim, got)
+                assert got is want or lim < 1 << 20, (data, lim, got, want)
 
 
 def test_deflate_bomb_stops_at_the_limit_with_either_library() -> None:

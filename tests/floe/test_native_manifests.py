@@ -436,3 +436,36 @@ def test_mutated_records(container: _Container, data: st.DataObject) -> None:
         size = data.draw(st.integers(0, len(block) + 64))
     agree(container.build(bytes(block), count, size), container.manifest)
 
+
+
+@settings(derandomize=True, max_examples=2000, deadline=None)
+@given(lengths=st.lists(st.integers(0, 12), min_size=2, max_size=40),
+       filler=st.integers(0x80, 0xFF), last=st.integers(0, 0x7F), cut=st.integers(0, 200))
+def test_int_maps_are_skipped_as_the_python_decoder_skips_them(
+        lengths: list[int], filler: int, last: int, cut: int) -> None:
+    """The C walk passes a statistics map's varints eight bytes at a time: it ends where
+    floe.avro._skip_varints ends, and refuses what it refuses (a varint of more than ten
+    bytes, one running past the block), with continuation runs across its 8-byte words."""
+    from floe.avro import AvroTruncated, _skip_varints
+
+    if len(lengths) % 2:
+        lengths = lengths[:-1]
+    body = b"".join(bytes([filler]) * k + bytes([last]) for k in lengths)
+    head = encode_long(len(lengths) // 2)
+    for data in (head + body + b"\x00", head + body[:cut]):
+        try:
+            end = _skip_varints(data, len(head), len(lengths))
+            want: Any = data[:end + 1] if data[end:end + 1] == b"\x00" else "other"
+        except AvroTruncated:
+            want = "error"
+        if want == "other":
+            continue
+        program = pa.array([native.OP_RECORD, 1, native.C_INTMAP, 0], pa.int32()).buffers()[1]
+        ext = native.extension()
+        assert ext is not None
+        try:
+            (_, _, _, _, _, got), = ext.decode(program, bytes([native.K_BINARY]), [(1, data)])
+        except ext.Truncated:
+            got = "error"
+        assert got == want, (lengths, filler, last, cut)
+
