@@ -743,37 +743,34 @@ static void free_columns(Column *cols, Py_ssize_t n) {
 }
 
 
-/* The columns' buffers sized once for the records the blocks hold (growing them record by
- * record copied and zeroed them again and again): fixed-width values for every record, and
- * for binary values as many bytes as the blocks hold, up to RESERVE_BYTES (beyond, they
- * grow). Invalid counts are left to the decoding loop, which refuses them. */
-#define RESERVE_BYTES ((Py_ssize_t)64 << 20)
+/* The columns' buffers sized once for the records the blocks hold, instead of growing
+ * record by record: fixed-width values and offsets for every record (up to RESERVE
+ * records; beyond, they grow). Invalid counts are left to the decoding loop, which refuses
+ * them. Returns the records counted. */
+#define RESERVE ((Py_ssize_t)1 << 24)
 
-static int reserve_columns(Column *cols, Py_ssize_t ncols, PyObject *seq,
-                           Py_ssize_t record_bytes) {
-    Py_ssize_t records = 0, bytes = 0;
+static Py_ssize_t reserve_columns(Column *cols, Py_ssize_t ncols, PyObject *seq,
+                                  Py_ssize_t record_bytes) {
+    Py_ssize_t records = 0;
     for (Py_ssize_t b = 0; b < PySequence_Fast_GET_SIZE(seq); b++) {
         PyObject *item = PySequence_Fast_GET_ITEM(seq, b);
         Py_ssize_t count;
         if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2 ||
             !PyBytes_Check(PyTuple_GET_ITEM(item, 1)))
-            return 0; /* the loop raises the error */
+            break; /* the loop raises the error */
         count = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 0));
         if (count == -1 && PyErr_Occurred()) {
             PyErr_Clear();
-            return 0;
+            break;
         }
-        Py_ssize_t size = PyBytes_GET_SIZE(PyTuple_GET_ITEM(item, 1));
-        /* bounds: as the loop checks it, so the sums stay below the bytes given */
-        if (count < 0 || count > size / record_bytes)
-            return 0;
+        /* bounds: as the loop checks it, so the sum stays below the bytes given */
+        if (count < 0 || count > PyBytes_GET_SIZE(PyTuple_GET_ITEM(item, 1)) / record_bytes)
+            break;
         records += count;
-        bytes += size;
-        if (bytes > RESERVE_BYTES) {
-            bytes = RESERVE_BYTES;
+        if (records > RESERVE) {
+            records = RESERVE;
+            break;
         }
-        if (records > RESERVE_BYTES)
-            records = RESERVE_BYTES;
     }
     for (Py_ssize_t k = 0; k < ncols; k++) {
         Column *c = &cols[k];
@@ -790,14 +787,30 @@ static int reserve_columns(Column *cols, Py_ssize_t ncols, PyObject *seq,
                 return -1;
             break;
         case K_BINARY:
-            if (buf_reserve(&c->data, bytes) < 0)
-                return -1;
-            /* fall through: offsets */
         case K_LIST:
             if (buf_reserve(&c->offsets, 4 * records) < 0)
                 return -1;
             break;
         }
+    }
+    return records;
+}
+
+/* Binary values' bytes sized once the first block is decoded: its bytes per record times
+ * the records of every block, an eighth more (a close fit: room reserved and never filled
+ * would be left between the buffers a plan keeps). */
+static int reserve_binary(Column *cols, Py_ssize_t ncols, Py_ssize_t done, Py_ssize_t total) {
+    if (done <= 0 || total <= done)
+        return 0;
+    for (Py_ssize_t k = 0; k < ncols; k++) {
+        Column *c = &cols[k];
+        if (c->kind != K_BINARY)
+            continue;
+        double want = (double)c->data.len / (double)done * (double)(total - done) * 1.125;
+        if (want > (double)(RESERVE * 64))
+            want = (double)(RESERVE * 64);
+        if (buf_reserve(&c->data, (Py_ssize_t)want) < 0)
+            return -1;
     }
     return 0;
 }
@@ -815,7 +828,7 @@ static PyObject *decode(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*y*O", &prog, &kinds, &blocks))
         return NULL;
     Column *cols = NULL;
-    Py_ssize_t ncols = kinds.len, records = 0, record_bytes = 0, pc0 = 0;
+    Py_ssize_t ncols = kinds.len, records = 0, record_bytes = 0, pc0 = 0, total = 0;
     Decoder d;
     PyObject *seq = PySequence_Fast(blocks, "blocks must be a sequence");
     if (seq == NULL)
@@ -850,7 +863,8 @@ static PyObject *decode(PyObject *self, PyObject *args) {
         goto done;
     if (record_bytes < 1)
         record_bytes = 1; /* floe.avro's rule: a record takes a byte at least */
-    if (reserve_columns(cols, ncols, seq, record_bytes) < 0)
+    total = reserve_columns(cols, ncols, seq, record_bytes);
+    if (total < 0)
         goto done;
     for (Py_ssize_t b = 0; b < PySequence_Fast_GET_SIZE(seq); b++) {
         PyObject *item = PySequence_Fast_GET_ITEM(seq, b);
@@ -881,6 +895,8 @@ static PyObject *decode(PyObject *self, PyObject *args) {
             }
         }
         /* bytes left after the last record are ignored, as the Python decoder does */
+        if (b == 0 && reserve_binary(cols, ncols, records, total) < 0)
+            goto done;
     }
     result = PyList_New(ncols);
     if (result == NULL)
