@@ -36,10 +36,10 @@ def _arg(value: Any) -> Any:
     """A plain Python value as the Arrow scalar Arrow's inference would make of it, typed
     here: inferring a type loads ``dateutil`` (to recognise ``relativedelta``), about 10 ms a
     process. Anything else (an Arrow value, a big int) is passed on unchanged."""
+    if type(value) is int and not -(1 << 63) <= value < (1 << 63):
+        return value  # Arrow infers uint64 or refuses: left to it
     for kind, arrow_type in _INFERRED:
         if type(value) is kind:
-            if kind is int and not -(1 << 63) <= value < (1 << 63):
-                return value
             return pa.scalar(value, arrow_type)
     return value
 

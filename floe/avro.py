@@ -694,7 +694,7 @@ def container_blocks(data: bytes, decompress: bool = True
     return meta, blocks(pos)
 
 
-def _inflater() -> tuple[Callable[[int], Any], type[Exception]]:
+def _inflater() -> tuple[Callable[..., Any], Any]:
     """``decompressobj`` of ISA-L (python-isal, the same interface as zlib's and about 1.5x
     faster on manifests' blocks) and its error, or zlib's where it is not installed."""
     try:
@@ -704,7 +704,8 @@ def _inflater() -> tuple[Callable[[int], Any], type[Exception]]:
     return isal_zlib.decompressobj, isal_zlib.error
 
 
-_INFLATER: list[tuple[Callable[[int], Any], type[Exception]]] = []
+#: (decompressobj, its error class), chosen on first use.
+_INFLATER: list[tuple[Callable[..., Any], Any]] = []
 
 
 def inflate(data: bytes, wbits: int, limit: int) -> bytes:
