@@ -188,19 +188,23 @@ def _parser(wanted: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     args = _parser(words[0] if words else None).parse_args(words)
-    from floe.catalog.config import redact
-
     try:
         args.func(args)
     except FloeError as e:
-        print(f"floe: {redact(str(e))}", file=sys.stderr)
-        return 1
+        return _failed(e)
     except BrokenPipeError:
         return 0
     except OSError as e:
-        print(f"floe: {redact(str(e))}", file=sys.stderr)
-        return 1
+        return _failed(e)
     return 0
+
+
+def _failed(error: BaseException) -> int:
+    """The error on stderr, secrets of the configured catalogs redacted."""
+    from floe.catalog.config import redact
+
+    print(f"floe: {redact(str(error))}", file=sys.stderr)
+    return 1
 
 
 #: Commands that only read metadata and print it: as a program they run without the cyclic

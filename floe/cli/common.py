@@ -7,13 +7,13 @@ for a catalog configured in ``FLOE_CATALOGS`` / ``~/.floe/catalogs.toml``
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from floe.catalog.base import Catalog, TableIdentifier
-from floe.catalog.config import resolve_catalog_table
 from floe.catalog.filesystem import DirectoryCatalog, directory_table, load_table_metadata
 from floe.errors import CommitConflict, FloeError, NotFound, ValidationError
 from floe.io import FileIO
@@ -24,6 +24,14 @@ __all__ = ["TABLE_HELP", "load_table_state", "open_table", "open_catalog_for_cre
            "ProgressBar"]
 
 TABLE_HELP = "table directory, *.metadata.json file, or CATALOG:namespace.table"
+
+
+def resolve_catalog_table(arg: str) -> tuple[Catalog, TableIdentifier] | None:
+    """:func:`floe.catalog.config.resolve_catalog_table`, imported when a command needs it
+    (the catalog configuration's module takes a few ms to import)."""
+    from floe.catalog.config import resolve_catalog_table as resolve
+
+    return resolve(arg)
 
 
 @contextmanager
@@ -42,8 +50,10 @@ def _in_catalog(catalog: Catalog) -> Iterator[None]:
 
 
 def load_table_state(arg: str) -> tuple[FileIO, str, TableMetadata]:
-    """(io, metadata location, metadata) of the table ``arg`` names, for reading."""
-    resolved = resolve_catalog_table(arg)
+    """(io, metadata location, metadata) of the table ``arg`` names, for reading. A path
+    that exists is a path (as :func:`~floe.catalog.config.resolve_catalog_table` decides):
+    no catalog configuration is loaded for it."""
+    resolved = None if os.path.exists(arg) else resolve_catalog_table(arg)
     if resolved is None:
         io = FileIO()
         location, md = load_table_metadata(io, arg)
