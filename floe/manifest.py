@@ -285,35 +285,41 @@ def _manifest_files(f: AvroFile, location: str) -> list[ManifestFile]:
         def summary_getter(t: Any) -> tuple[Any, ...]:
             return tuple(None if i is None else t[i] for i in positions)
 
-    def get(rec: tuple[Any, ...], nf: Any, default: Any = None) -> Any:
-        i = _lookup(idx, nf)
-        if i is None:
-            return default
-        v = rec[i]
-        return default if v is None else v
+    # each field's position in the records, looked up once (None: not in this list)
+    at = [_lookup(idx, nf) for nf in (
+        S.MANIFEST_PATH, S.MANIFEST_LENGTH, S.SPEC_ID, S.MANIFEST_CONTENT,
+        S.MANIFEST_SEQUENCE_NUMBER, S.MIN_SEQUENCE_NUMBER, S.ADDED_SNAPSHOT_ID,
+        S.ADDED_FILES_COUNT, S.EXISTING_FILES_COUNT, S.DELETED_FILES_COUNT,
+        S.ADDED_ROWS_COUNT, S.EXISTING_ROWS_COUNT, S.DELETED_ROWS_COUNT,
+        S.PARTITION_SUMMARIES, S.MANIFEST_KEY_METADATA, S.MANIFEST_FIRST_ROW_ID)]
+    defaults = (None,) * 3 + (0, 0, 0) + (None,) * 10
+    contents = {c.value: c for c in ManifestContent}
 
     out = []
     for rec in f.records:
-        parts = get(rec, S.PARTITION_SUMMARIES)
+        (path, length, spec_id, content, seq, min_seq, snapshot_id, added_files,
+         existing_files, deleted_files, added_rows, existing_rows, deleted_rows, parts,
+         key_metadata, first_row_id) = [
+            d if i is None or rec[i] is None else rec[i] for i, d in zip(at, defaults)]
         out.append(ManifestFile(
-            manifest_path=get(rec, S.MANIFEST_PATH),
-            manifest_length=get(rec, S.MANIFEST_LENGTH),
-            partition_spec_id=get(rec, S.SPEC_ID),
-            content=ManifestContent(get(rec, S.MANIFEST_CONTENT, 0)),
-            sequence_number=get(rec, S.MANIFEST_SEQUENCE_NUMBER, 0),
-            min_sequence_number=get(rec, S.MIN_SEQUENCE_NUMBER, 0),
-            added_snapshot_id=get(rec, S.ADDED_SNAPSHOT_ID),
-            added_files_count=get(rec, S.ADDED_FILES_COUNT),
-            existing_files_count=get(rec, S.EXISTING_FILES_COUNT),
-            deleted_files_count=get(rec, S.DELETED_FILES_COUNT),
-            added_rows_count=get(rec, S.ADDED_ROWS_COUNT),
-            existing_rows_count=get(rec, S.EXISTING_ROWS_COUNT),
-            deleted_rows_count=get(rec, S.DELETED_ROWS_COUNT),
+            manifest_path=path,
+            manifest_length=length,
+            partition_spec_id=spec_id,
+            content=contents[content] if content in contents else ManifestContent(content),
+            sequence_number=seq,
+            min_sequence_number=min_seq,
+            added_snapshot_id=snapshot_id,
+            added_files_count=added_files,
+            existing_files_count=existing_files,
+            deleted_files_count=deleted_files,
+            added_rows_count=added_rows,
+            existing_rows_count=existing_rows,
+            deleted_rows_count=deleted_rows,
             partitions=None if parts is None or summary_getter is None else [
                 PartitionFieldSummary(*summary_getter(s)) for s in parts
             ],
-            key_metadata=get(rec, S.MANIFEST_KEY_METADATA),
-            first_row_id=get(rec, S.MANIFEST_FIRST_ROW_ID),
+            key_metadata=key_metadata,
+            first_row_id=first_row_id,
         ))
     return out
 
