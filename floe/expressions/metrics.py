@@ -449,6 +449,7 @@ class _Summaries:
 def _manifest_leaf(p: Predicate) -> Decision:
     """Reason no partition of the manifest can match ``p``, or None (Java ManifestEvaluator)."""
     _, t, name, lit = _parts(p)
+    ps = str(p)  # in every explanation: written once
     pos = p.ref.accessor.positions[0]
     show = lambda v: show_value(t, v)  # noqa: E731
     floating = _is_float(t)
@@ -460,23 +461,23 @@ def _manifest_leaf(p: Predicate) -> Decision:
 
     def no_values(ss: _Summaries) -> str | None:
         if ss.lower(pos, t) is None and ss.summaries[pos].lower_bound is None:
-            return f"pruned: {p} but every partition value of {name} is null or NaN"
+            return f"pruned: {ps} but every partition value of {name} is null or NaN"
         return None
 
     if isinstance(p, IsNull):
-        return lambda ss: (f"pruned: {p} but no partition value of {name} is null"
+        return lambda ss: (f"pruned: {ps} but no partition value of {name} is null"
                            if not ss.summaries[pos].contains_null else None)
     if isinstance(p, NotNull):
-        return lambda ss: (f"pruned: {p} but every partition value of {name} is null"
+        return lambda ss: (f"pruned: {ps} but every partition value of {name} is null"
                            if all_null(ss.summaries[pos]) else None)
     if isinstance(p, IsNaN):
-        return lambda ss: (f"pruned: {p} but no partition value of {name} is NaN"
+        return lambda ss: (f"pruned: {ps} but no partition value of {name} is NaN"
                            if ss.summaries[pos].contains_nan is False else None)
     if isinstance(p, NotNaN):
         def not_nan(ss: _Summaries) -> str | None:
             s = ss.summaries[pos]
             if s.contains_nan is True and not s.contains_null and s.lower_bound is None:
-                return f"pruned: {p} but every partition value of {name} is NaN"
+                return f"pruned: {ps} but every partition value of {name} is NaN"
             return None
         return not_nan
     if isinstance(p, (LessThan, LessThanOrEqual)):
@@ -487,7 +488,7 @@ def _manifest_leaf(p: Predicate) -> Decision:
                 return why
             lower = ss.lower(pos, t)
             if lower is not None and (lower >= lit if strict else lower > lit):
-                return f"pruned: {p} but partition lower_bound({name}) = {show(lower)}"
+                return f"pruned: {ps} but partition lower_bound({name}) = {show(lower)}"
             return None
         return lt
     if isinstance(p, (GreaterThan, GreaterThanOrEqual)):
@@ -498,7 +499,7 @@ def _manifest_leaf(p: Predicate) -> Decision:
                 return why
             upper = ss.upper(pos, t)
             if upper is not None and (upper <= lit if strict else upper < lit):
-                return f"pruned: {p} but partition upper_bound({name}) = {show(upper)}"
+                return f"pruned: {ps} but partition upper_bound({name}) = {show(upper)}"
             return None
         return gt
     if isinstance(p, (EqualTo, In)):
@@ -512,7 +513,7 @@ def _manifest_leaf(p: Predicate) -> Decision:
             lower, upper = ss.lower(pos, t), ss.upper(pos, t)
             if not any((lower is None or v >= lower) and (upper is None or v <= upper)
                        for v in values):
-                return (f"pruned: {p} but partition bounds of {name} are "
+                return (f"pruned: {ps} but partition bounds of {name} are "
                         f"[{show(lower)}, {show(upper)}]")
             return None
         return eq
@@ -524,9 +525,9 @@ def _manifest_leaf(p: Predicate) -> Decision:
                 return why
             lower, upper = ss.lower(pos, t), ss.upper(pos, t)
             if lower is not None and lower[:n] > lit:
-                return f"pruned: {p} but partition lower_bound({name}) = {show(lower)}"
+                return f"pruned: {ps} but partition lower_bound({name}) = {show(lower)}"
             if upper is not None and upper[:n] < lit:
-                return f"pruned: {p} but partition upper_bound({name}) = {show(upper)}"
+                return f"pruned: {ps} but partition upper_bound({name}) = {show(upper)}"
             return None
         return starts_with
     if isinstance(p, NotStartsWith):
@@ -536,7 +537,7 @@ def _manifest_leaf(p: Predicate) -> Decision:
             lower, upper = ss.lower(pos, t), ss.upper(pos, t)
             if lower is not None and upper is not None and lower.startswith(lit) \
                     and upper.startswith(lit):
-                return (f"pruned: {p} but both partition bounds of {name} start with it: "
+                return (f"pruned: {ps} but both partition bounds of {name} start with it: "
                         f"[{show(lower)}, {show(upper)}]")
             return None
         return not_starts_with
