@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -216,10 +217,22 @@ READ_ONLY_COMMANDS = frozenset({"describe", "snapshots", "manifests", "files", "
 
 def program(argv: Sequence[str] | None = None) -> None:
     """The ``floe`` program (console script, ``python -m floe.cli``): :func:`main`, with the
-    collector off for the read-only commands."""
+    collector off for the read-only commands. Those end with ``os._exit`` once their output
+    is flushed: they leave nothing to finish (no thread, no open write; a manifest cache
+    file is renamed into place before the plan goes on), and tearing down the interpreter's
+    modules and objects took about 50 ms of a 0.35 s point plan."""
     import gc
 
     words = list(sys.argv[1:] if argv is None else argv)
-    if words and words[0] in READ_ONLY_COMMANDS:
+    read_only = bool(words) and words[0] in READ_ONLY_COMMANDS
+    if read_only:
         gc.disable()
-    sys.exit(main(words))
+    code = main(words)
+    if not read_only:
+        sys.exit(code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):  # a reader gone, or a closed stream
+            pass
+    os._exit(code)

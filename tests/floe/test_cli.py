@@ -154,3 +154,30 @@ def test_help_and_a_mistyped_command_still_list_every_command(capsys):
     with pytest.raises(SystemExit):
         main(["plna", "x"])
     assert "invalid choice: 'plna'" in capsys.readouterr().err
+
+
+def test_a_read_only_program_flushes_its_output_and_its_cache_before_it_exits(
+        warehouse, tmp_path, capsys):
+    """`floe plan` as a program ends with os._exit: what it printed is all there (a pipe
+    is block-buffered), the manifest cache it filled is complete (no temporary file left),
+    and a reader that goes away early ends it quietly."""
+    table = str(warehouse / "web" / "events")
+    env = {**os.environ, "FLOE_MANIFEST_CACHE": str(tmp_path / "cache")}
+    argv = [sys.executable, "-m", "floe.cli", "plan", table, "--json"]
+    out = subprocess.run(argv, capture_output=True, env=env, check=True)
+    assert main(["plan", table, "--json"]) == 0
+    assert out.stdout.decode() == capsys.readouterr().out and out.stderr == b""
+    cached = sorted(p.name for p in (tmp_path / "cache").rglob("*") if p.is_file())
+    assert cached and all(n.endswith(".arrow") and not n.startswith(".tmp-") for n in cached)
+    # the reader closes the pipe after a few bytes
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(5)
+    proc.stdout.close()
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait() == 0 and b"Traceback" not in err
+    # a failing read-only command keeps its exit code and message
+    bad = subprocess.run([*argv[:4], str(tmp_path / "nothing"), "--json"], capture_output=True,
+                         env=env)
+    assert bad.returncode == 1 and bad.stderr.startswith(b"floe: ")
