@@ -292,7 +292,7 @@ def _manifest_files(f: AvroFile, location: str) -> list[ManifestFile]:
         S.ADDED_FILES_COUNT, S.EXISTING_FILES_COUNT, S.DELETED_FILES_COUNT,
         S.ADDED_ROWS_COUNT, S.EXISTING_ROWS_COUNT, S.DELETED_ROWS_COUNT,
         S.PARTITION_SUMMARIES, S.MANIFEST_KEY_METADATA, S.MANIFEST_FIRST_ROW_ID)]
-    defaults = (None,) * 3 + (0, 0, 0) + (None,) * 10
+    defaults: tuple[Any, ...] = (None,) * 3 + (0, 0, 0) + (None,) * 10
     contents = {c.value: c for c in ManifestContent}
 
     out = []
@@ -300,7 +300,8 @@ def _manifest_files(f: AvroFile, location: str) -> list[ManifestFile]:
         (path, length, spec_id, content, seq, min_seq, snapshot_id, added_files,
          existing_files, deleted_files, added_rows, existing_rows, deleted_rows, parts,
          key_metadata, first_row_id) = [
-            d if i is None or rec[i] is None else rec[i] for i, d in zip(at, defaults)]
+            d if i is None or rec[i] is None else rec[i]
+            for i, d in zip(at, defaults, strict=True)]
         out.append(ManifestFile(
             manifest_path=path,
             manifest_length=length,
