@@ -1046,9 +1046,47 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(json_escapes_doc,
+"json_escapes(data) -> 0, 1 or 2\n"
+"--\n\n"
+"What a JSON writer must escape in the bytes `data` (any buffer): 2 when they hold a\n"
+"control character (below 0x20), else 1 when they hold a '\"' or a '\\\\', else 0. Eight\n"
+"bytes are looked at a time.");
+
+static PyObject *json_escapes(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    if (!PyArg_ParseTuple(args, "y*", &buf))
+        return NULL;
+    const uint8_t *p = buf.buf, *end = p + buf.len;
+    const uint64_t ones = 0x0101010101010101ULL, tops = 0x8080808080808080ULL;
+    int found = 0;
+    /* bounds: whole words only, then the bytes left one by one */
+    for (; end - p >= 8; p += 8) {
+        uint64_t w, q, b;
+        memcpy(&w, p, 8);
+        if ((w - ones * 0x20) & ~w & tops) { /* a byte below 0x20 */
+            found = 2;
+            break;
+        }
+        q = w ^ (ones * '"');
+        b = w ^ (ones * '\\');
+        if (((q - ones) & ~q & tops) || ((b - ones) & ~b & tops))
+            found = 1;
+    }
+    for (; found < 2 && p < end; p++) {
+        if (*p < 0x20)
+            found = 2;
+        else if (*p == '"' || *p == '\\')
+            found = 1;
+    }
+    PyBuffer_Release(&buf);
+    return PyLong_FromLong(found);
+}
+
 static PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS, decode_doc},
     {"map_get", map_get, METH_VARARGS, map_get_doc},
+    {"json_escapes", json_escapes, METH_VARARGS, json_escapes_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -13,10 +13,13 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from floe import stats
 from floe.io import FileIO
 from floe.scan import explain as explain_mod
+from floe.scan import native
 from floe.scan.explain import KeptFiles, encode_compact, write_plan_json
 from floe.scan.filters import SpecFilter
 from floe.scan.manifest_store import StoredEntries
@@ -185,3 +188,25 @@ def test_a_block_read_by_many_threads_at_once_is_built_once(table: Any, snapshot
                                                    for b in expected]
         assert got == [flat] * 4
         assert all(b.built and b.source is None for b in blocks)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.text(max_size=20)), max_size=30),
+       st.integers(0, 30), st.integers(0, 30))
+def test_what_json_must_escape_is_found_alike_in_c_and_in_python(
+        values: list[str | None], lo: int, n: int) -> None:
+    """floe._native.json_escapes (eight bytes at a time) and the re fallback agree with the
+    json module on every slice of a string array."""
+    column = pa.array(values, pa.string()).slice(min(lo, len(values)), n)
+    shown = [v for v in column.to_pylist() if v is not None]
+    want = 2 if any(ord(c) < 0x20 for v in shown for c in v) else \
+        1 if any(c in '"\\' for v in shown for c in v) else 0
+    ext = native.extension()
+    assert ext is not None
+    assert explain_mod._escapes(column) == want
+    saved = native._native
+    native._native = None  # the fallback
+    try:
+        assert explain_mod._escapes(column) == want
+    finally:
+        native._native = saved
