@@ -27,21 +27,21 @@ __all__ = [
 ]
 
 
-#: The Arrow type Arrow infers for a plain Python value (bool before int: a bool is an int).
-_INFERRED = ((bool, pa.bool_()), (int, pa.int64()), (float, pa.float64()), (str, pa.string()),
-             (bytes, pa.binary()), (type(None), pa.null()))
+#: The Arrow type Arrow infers for a plain Python value, by the value's exact type.
+_INFERRED = {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string(),
+             bytes: pa.binary(), type(None): pa.null()}
 
 
 def _arg(value: Any) -> Any:
     """A plain Python value as the Arrow scalar Arrow's inference would make of it, typed
     here: inferring a type loads ``dateutil`` (to recognise ``relativedelta``), about 10 ms a
     process. Anything else (an Arrow value, a big int) is passed on unchanged."""
+    arrow_type = _INFERRED.get(type(value))
+    if arrow_type is None:
+        return value
     if type(value) is int and not -(1 << 63) <= value < (1 << 63):
         return value  # Arrow infers uint64 or refuses: left to it
-    for kind, arrow_type in _INFERRED:
-        if type(value) is kind:
-            return pa.scalar(value, arrow_type)
-    return value
+    return pa.scalar(value, arrow_type)
 
 
 def as_scalar(value: Any) -> pa.Scalar:
