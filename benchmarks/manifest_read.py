@@ -119,6 +119,7 @@ def main() -> None:
                 pio, discard_deleted=False))),
             ("floe -> cache table", *best_of(python_table)),
         ]
+        from floe import avro_native
         from floe.scan import native
 
         if native.available():
@@ -131,7 +132,7 @@ def main() -> None:
                 return [(count, bytes(block)) for count, block, _ in container_blocks(data)[1]]
 
             blocks = inflated()
-            program = native._program(container_blocks(data)[0]["avro.schema"].decode())
+            program = avro_native._program(container_blocks(data)[0]["avro.schema"].decode())
             assert program is not None
             ext = native.extension()
             assert ext is not None

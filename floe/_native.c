@@ -21,7 +21,13 @@
  *                  ENUM nsymbols | RECORD nfields <nodes> | UNION nbranches <nodes> |
  *                  ARRAY <node> | MAP <value node>
  *   capture nodes: C_NULL col | C_LONG col | C_FLOAT col | C_DOUBLE col | C_BOOL col |
- *                  C_BYTES col | C_STRING col | C_LONGS col | C_INTMAP col | C_BYTESMAP col
+ *                  C_BYTES col | C_STRING col | C_LONGS col | C_INTMAP col | C_BYTESMAP col |
+ *                  C_ARRAY col <item node>
+ *
+ * C_ARRAY captures an array's item count per record (a list column's offsets); its item
+ * node captures each item's values into "nested" columns (marked by the 0x80 bit of their
+ * kind), which take one value per item instead of one per record (the partition summaries
+ * of a manifest list).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -32,11 +38,13 @@ enum {
     OP_NULL = 0, OP_BOOL, OP_LONG, OP_FLOAT, OP_DOUBLE, OP_BYTES, OP_STRING, OP_FIXED,
     OP_ENUM, OP_RECORD, OP_UNION, OP_ARRAY, OP_MAP,
     OP_C_NULL = 20, OP_C_LONG, OP_C_FLOAT, OP_C_DOUBLE, OP_C_BOOL, OP_C_BYTES, OP_C_STRING,
-    OP_C_LONGS, OP_C_INTMAP, OP_C_BYTESMAP
+    OP_C_LONGS, OP_C_INTMAP, OP_C_BYTESMAP, OP_C_ARRAY
 };
 
 /* Column kinds (what the glue turns into which Arrow type). */
-enum { K_INT64 = 0, K_DOUBLE, K_BOOL, K_BINARY, K_LIST };
+enum { K_INT64 = 0, K_DOUBLE, K_BOOL, K_BINARY, K_LIST, K_ARRAY };
+/* The bit of a column kind that marks a nested column (one value per array item). */
+#define K_NESTED 0x80
 
 #define MAX_DEPTH 64
 #define MAX_COLUMNS 128
@@ -144,8 +152,9 @@ HOT int bit_set(Buf *b, Py_ssize_t i, int value) {
 /* -- columns --------------------------------------------------------------------------- */
 
 typedef struct {
-    int kind;
+    int kind, nested;
     Py_ssize_t length, null_count;
+    Py_ssize_t items; /* K_ARRAY: the items of every array so far */
     Buf validity; /* one bit per value */
     Buf values;   /* int64 / double values, or the bits of booleans */
     Buf offsets;  /* int32 offsets of binary values and of lists */
@@ -190,6 +199,10 @@ static int col_null(Column *c) {
         break;
     case K_LIST:
         if (col_offset(c, c->data.len / 8) < 0)
+            return -1;
+        break;
+    case K_ARRAY:
+        if (col_offset(c, c->items) < 0)
             return -1;
         break;
     }
@@ -382,6 +395,10 @@ static int skip_node(Decoder *d, Py_ssize_t *pc, int depth) {
     case OP_C_NULL: case OP_C_LONG: case OP_C_FLOAT: case OP_C_DOUBLE: case OP_C_BOOL:
     case OP_C_BYTES: case OP_C_STRING: case OP_C_LONGS: case OP_C_INTMAP: case OP_C_BYTESMAP:
         return word(d, pc, &n);
+    case OP_C_ARRAY:
+        if (word(d, pc, &n) < 0)
+            return -1;
+        return skip_node(d, pc, depth + 1);
     case OP_RECORD: case OP_UNION:
         if (word(d, pc, &n) < 0)
             return -1;
@@ -464,6 +481,11 @@ static int min_bytes(Decoder *d, Py_ssize_t *pc, int depth, Py_ssize_t *out) {
         return 0;
     case OP_ARRAY: case OP_MAP:
         *out = 1; /* an empty one: its block count 0 */
+        return skip_node(d, pc, depth + 1);
+    case OP_C_ARRAY:
+        *out = 1;
+        if (word(d, pc, &n) < 0)
+            return -1;
         return skip_node(d, pc, depth + 1);
     }
     PyErr_SetString(PyExc_ValueError, "malformed program: bad opcode");
@@ -725,6 +747,27 @@ static int run(Decoder *d, Py_ssize_t *pc, int depth) {
             col_offset(c, c->data.len) < 0)
             return -1;
         return col_valid(c, 1);
+    case OP_C_ARRAY: {
+        if (column(d, pc, &c, K_ARRAY) < 0)
+            return -1;
+        Py_ssize_t item = *pc;
+        for (;;) {
+            if (read_count(d, &count, 1) < 0) /* bounds: items <= bytes left */
+                return -1;
+            if (count == 0)
+                break;
+            for (Py_ssize_t i = 0; i < count; i++) {
+                *pc = item;
+                if (run(d, pc, depth + 1) < 0)
+                    return -1;
+                c->items++;
+            }
+        }
+        *pc = item;
+        if (skip_node(d, pc, depth + 1) < 0 || col_offset(c, c->items) < 0)
+            return -1;
+        return col_valid(c, 1);
+    }
     }
     PyErr_SetString(PyExc_ValueError, "malformed program: bad opcode");
     return -1;
@@ -774,6 +817,8 @@ static Py_ssize_t reserve_columns(Column *cols, Py_ssize_t ncols, PyObject *seq,
     }
     for (Py_ssize_t k = 0; k < ncols; k++) {
         Column *c = &cols[k];
+        if (c->nested)
+            continue; /* as many values as items: they grow */
         if (buf_reserve(&c->validity, records / 8 + 1) < 0)
             return -1;
         switch (c->kind) {
@@ -788,6 +833,7 @@ static Py_ssize_t reserve_columns(Column *cols, Py_ssize_t ncols, PyObject *seq,
             break;
         case K_BINARY:
         case K_LIST:
+        case K_ARRAY:
             if (buf_reserve(&c->offsets, 4 * records) < 0)
                 return -1;
             break;
@@ -804,7 +850,7 @@ static int reserve_binary(Column *cols, Py_ssize_t ncols, Py_ssize_t done, Py_ss
         return 0;
     for (Py_ssize_t k = 0; k < ncols; k++) {
         Column *c = &cols[k];
-        if (c->kind != K_BINARY)
+        if (c->kind != K_BINARY || c->nested)
             continue;
         double want = (double)c->data.len / (double)done * (double)(total - done) * 1.125;
         if (want > (double)(RESERVE * 64))
@@ -818,7 +864,8 @@ static int reserve_binary(Column *cols, Py_ssize_t ncols, Py_ssize_t done, Py_ss
 PyDoc_STRVAR(decode_doc,
 "decode(program, kinds, blocks) -> list of columns\n\n"
 "Runs `program` (bytes: int32 words, native order) once per record over each\n"
-"(count, bytes) of `blocks`; `kinds` are the column kinds (a bytes of one byte each).\n"
+"(count, bytes) of `blocks`; `kinds` are the column kinds (a bytes of one byte each;\n"
+"0x80 marks a nested column, one value per item of a C_ARRAY).\n"
 "Each column comes back as (length, null_count, validity, values, offsets, data).\n"
 "Raises Truncated, Corrupt (invalid bytes) or Unsupported (decline).");
 
@@ -843,12 +890,13 @@ static PyObject *decode(PyObject *self, PyObject *args) {
         goto done;
     }
     for (Py_ssize_t i = 0; i < ncols; i++) {
-        cols[i].kind = ((const uint8_t *)kinds.buf)[i];
-        if (cols[i].kind > K_LIST) {
+        cols[i].kind = ((const uint8_t *)kinds.buf)[i] & ~K_NESTED;
+        cols[i].nested = (((const uint8_t *)kinds.buf)[i] & K_NESTED) != 0;
+        if (cols[i].kind > K_ARRAY) {
             PyErr_SetString(PyExc_ValueError, "bad column kind");
             goto done;
         }
-        if (cols[i].kind == K_BINARY || cols[i].kind == K_LIST) {
+        if (cols[i].kind == K_BINARY || cols[i].kind == K_LIST || cols[i].kind == K_ARRAY) {
             int32_t zero = 0;
             if (buf_append(&cols[i].offsets, &zero, sizeof zero) < 0)
                 goto done;
@@ -886,9 +934,9 @@ static PyObject *decode(PyObject *self, PyObject *args) {
             if (run(&d, &pc, 0) < 0)
                 goto done;
             records++;
-            /* every column takes exactly one value per record */
+            /* every column takes exactly one value per record (nested ones: per item) */
             for (Py_ssize_t k = 0; k < ncols; k++) {
-                if (cols[k].length != records) {
+                if (!cols[k].nested && cols[k].length != records) {
                     PyErr_SetString(PyExc_ValueError, "malformed program: column count");
                     goto done;
                 }

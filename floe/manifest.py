@@ -260,10 +260,34 @@ def _named_types(schema: Any, out: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: A manifest list's fields as :class:`ManifestFile` takes them, in this order, and the value
+#: a field takes when the list has no such field or holds a null in it (v1 lists: DATA and
+#: sequence numbers 0). ``partitions`` (the summaries) comes back as a list of records.
+LIST_FIELDS = (
+    S.MANIFEST_PATH, S.MANIFEST_LENGTH, S.SPEC_ID, S.MANIFEST_CONTENT,
+    S.MANIFEST_SEQUENCE_NUMBER, S.MIN_SEQUENCE_NUMBER, S.ADDED_SNAPSHOT_ID,
+    S.ADDED_FILES_COUNT, S.EXISTING_FILES_COUNT, S.DELETED_FILES_COUNT,
+    S.ADDED_ROWS_COUNT, S.EXISTING_ROWS_COUNT, S.DELETED_ROWS_COUNT,
+    S.PARTITION_SUMMARIES, S.MANIFEST_KEY_METADATA, S.MANIFEST_FIRST_ROW_ID)
+LIST_DEFAULTS: tuple[Any, ...] = (None,) * 3 + (0, 0, 0) + (None,) * 10
+#: The fields a manifest list must have.
+LIST_REQUIRED = (S.MANIFEST_PATH, S.MANIFEST_LENGTH, S.SPEC_ID)
+
+
 def read_manifest_list(io: IO_, location: str) -> list[ManifestFile]:
-    """Spec "Manifest Lists": every manifest of a snapshot, v1 values defaulted."""
+    """Spec "Manifest Lists": every manifest of a snapshot, v1 values defaulted.
+
+    The C extension decodes the list when it is built (:func:`floe.avro_native.
+    decode_manifest_list`); what it declines is decoded here in Python, the reference."""
     stats.count_read(stats.MANIFEST_LIST)
-    f = _load(io, location)
+    data = load_bytes(io, location)
+    from floe import avro_native as native  # imports floe.manifest: here, not at the top
+
+    if native.available():
+        decoded = native.decode_manifest_list(data, location)
+        if decoded is not None:
+            return decoded
+    f = read_avro(data, location)
     try:
         return _manifest_files(f, location)
     except (ValidationError, KeyError, TypeError, IndexError) as e:
@@ -273,7 +297,7 @@ def read_manifest_list(io: IO_, location: str) -> list[ManifestFile]:
 def _manifest_files(f: AvroFile, location: str) -> list[ManifestFile]:
     named = _named_types(f.schema, {})
     idx = _field_index(f.schema, location)
-    for required in (S.MANIFEST_PATH, S.MANIFEST_LENGTH, S.SPEC_ID):
+    for required in LIST_REQUIRED:
         if _lookup(idx, required) is None:
             raise MetadataError(location, f"manifest list has no {required.name!r} field")
     summary_getter: Callable[[Any], tuple[Any, ...]] | None = None
@@ -286,13 +310,7 @@ def _manifest_files(f: AvroFile, location: str) -> list[ManifestFile]:
             return tuple(None if i is None else t[i] for i in positions)
 
     # each field's position in the records, looked up once (None: not in this list)
-    at = [_lookup(idx, nf) for nf in (
-        S.MANIFEST_PATH, S.MANIFEST_LENGTH, S.SPEC_ID, S.MANIFEST_CONTENT,
-        S.MANIFEST_SEQUENCE_NUMBER, S.MIN_SEQUENCE_NUMBER, S.ADDED_SNAPSHOT_ID,
-        S.ADDED_FILES_COUNT, S.EXISTING_FILES_COUNT, S.DELETED_FILES_COUNT,
-        S.ADDED_ROWS_COUNT, S.EXISTING_ROWS_COUNT, S.DELETED_ROWS_COUNT,
-        S.PARTITION_SUMMARIES, S.MANIFEST_KEY_METADATA, S.MANIFEST_FIRST_ROW_ID)]
-    defaults: tuple[Any, ...] = (None,) * 3 + (0, 0, 0) + (None,) * 10
+    at = [_lookup(idx, nf) for nf in LIST_FIELDS]
     contents = {c.value: c for c in ManifestContent}
 
     out = []
@@ -301,7 +319,7 @@ def _manifest_files(f: AvroFile, location: str) -> list[ManifestFile]:
          existing_files, deleted_files, added_rows, existing_rows, deleted_rows, parts,
          key_metadata, first_row_id) = [
             d if i is None or rec[i] is None else rec[i]
-            for i, d in zip(at, defaults, strict=True)]
+            for i, d in zip(at, LIST_DEFAULTS, strict=True)]
         out.append(ManifestFile(
             manifest_path=path,
             manifest_length=length,

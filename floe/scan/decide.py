@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from floe.avro_native import extension
 from floe.expressions.base import (
     AlwaysFalse,
     AlwaysTrue,
@@ -263,13 +264,11 @@ class _Columns:
     def _map(self, name: str, fid: int, as_bytes: bool) -> pa.Array | None:
         import pyarrow as pa
 
-        from floe.scan import native
-
         key = (name, fid)
         if key in self._got:
             return self._got[key]
         col = self.table.column(name).combine_chunks()
-        ext = native.extension()
+        ext = extension()
         got: pa.Array | None = None
         if ext is not None:
             validity, offsets, data = col.buffers()

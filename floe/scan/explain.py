@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
+from floe.avro_native import extension
 from floe.bulk import LazyList
 from floe.scan.delete_index import DeleteMatch
 
@@ -261,8 +262,6 @@ def _escapes(column: pa.Array) -> int:
     if data is None or start == end:
         return 0
     values = memoryview(data)[start:end]
-    from floe.scan.native import extension
-
     ext = extension()
     if ext is not None:
         return int(ext.json_escapes(values))

@@ -17,7 +17,7 @@ LAYERS = [
     {"errors", "types", "clock", "properties", "bulk", "stats", "cache", "arrow_compute"},
     {"schema", "conversions", "transforms", "snapshots", "avro", "avro_schemas"},
     {"partitioning", "sorting", "name_mapping"},
-    {"metadata", "manifest", "history"},
+    {"metadata", "manifest", "history", "avro_native"},  # avro_native: the C decoder's glue
     {"io"},  # FileIO and the file formats
     {"expressions"},
     {"scan", "reachable"},  # planning and reading; the files snapshots reach

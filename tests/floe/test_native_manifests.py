@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from floe import stats
+from floe import avro_native, stats
 from floe.avro import encode_long, read_header, read_long
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.errors import MetadataError
@@ -103,9 +103,13 @@ def _table(root: Path, partition_by: str, version: int, deletes: bool) -> Any:
 
 
 def _manifests(t: Any) -> list[ManifestFile]:
-    """Every manifest of every snapshot."""
+    """Every manifest of every snapshot; each manifest list decoded natively as the Python
+    decoder decodes it (tests/floe/test_native_manifest_lists.py)."""
+    from tests.floe.test_native_manifest_lists import check_list
+
     seen: dict[str, ManifestFile] = {}
     for snap in t.metadata.snapshots:
+        assert check_list(load_bytes(t.io, snap.manifest_list), snap.manifest_list)
         for m in read_manifest_list(t.io, snap.manifest_list):
             seen.setdefault(m.manifest_path, m)
     return list(seen.values())
@@ -299,7 +303,7 @@ def test_floe_native_0_turns_it_off(v2_table: Any, monkeypatch: pytest.MonkeyPat
     assert not any(isinstance(entries, StoredEntries) for entries in off)
     for a, b in zip(on, off, strict=True):
         _same_entries(list(a), b)
-    monkeypatch.setattr(native, "_native", None)  # not built: the Python path, silently
+    monkeypatch.setattr(avro_native, "_native", None)  # not built: the Python path, silently
     monkeypatch.delenv("FLOE_NATIVE")
     assert not native.available()
     assert scan_manifests.read_live_entries(v2_table.io, ms, cache=None, processes=False) == off
@@ -460,11 +464,11 @@ def test_int_maps_are_skipped_as_the_python_decoder_skips_them(
             want = "error"
         if want == "other":
             continue
-        program = pa.array([native.OP_RECORD, 1, native.C_INTMAP, 0], pa.int32()).buffers()[1]
+        program = pa.array([avro_native.OP_RECORD, 1, avro_native.C_INTMAP, 0], pa.int32()).buffers()[1]
         ext = native.extension()
         assert ext is not None
         try:
-            (_, _, _, _, _, got), = ext.decode(program, bytes([native.K_BINARY]), [(1, data)])
+            (_, _, _, _, _, got), = ext.decode(program, bytes([avro_native.K_BINARY]), [(1, data)])
         except ext.Truncated:
             got = "error"
         assert got == want, (lengths, filler, last, cut)

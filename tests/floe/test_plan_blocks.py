@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from floe import stats
+from floe import avro_native, stats
 from floe.io import FileIO
 from floe.scan import explain as explain_mod
 from floe.scan import native
@@ -204,9 +204,9 @@ def test_what_json_must_escape_is_found_alike_in_c_and_in_python(
     ext = native.extension()
     assert ext is not None
     assert explain_mod._escapes(column) == want
-    saved = native._native
-    native._native = None  # the fallback
+    saved = avro_native._native
+    avro_native._native = None  # the fallback
     try:
         assert explain_mod._escapes(column) == want
     finally:
-        native._native = saved
+        avro_native._native = saved
