@@ -60,6 +60,7 @@ from urllib.parse import quote, unquote
 from floe.catalog.base import Catalog, TableIdentifier
 from floe.catalog.rest_options import OPTION_PREFIXES as REST_OPTION_PREFIXES
 from floe.catalog.rest_options import OPTIONS as REST_OPTIONS
+from floe.catalog.table_arg import catalog_table_arg, parse_table_arg
 from floe.errors import CatalogUnavailable, FloeError, NotFound, ValidationError
 from floe.io import FileIO
 from floe.table import Table
@@ -96,8 +97,6 @@ PYICEBERG_YAML = ".pyiceberg.yaml"
 STORAGE_PREFIXES = ("s3.", "gcs.", "adls.")
 _CATALOG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-#: ``CATALOG:namespace.table``; a path never matches (it has ``/`` or no ``:``).
-_TABLE_ARG = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*):([^/\\]+)$")
 
 
 # -- secrets --------------------------------------------------------------------------------
@@ -658,23 +657,14 @@ def load_catalog(name: str, config: ConfigArg = None) -> Catalog:
 # -- table arguments of the command line ----------------------------------------------------
 
 
-def parse_table_arg(arg: str) -> tuple[str, TableIdentifier] | None:
-    """``"prod:sales.orders"`` → ``("prod", sales.orders)``; None for anything that looks
-    like a path (contains ``/`` or ``\\``, or has no ``CATALOG:`` prefix)."""
-    m = _TABLE_ARG.match(arg)
-    if m is None or arg.startswith("file:"):
-        return None
-    return m.group(1), TableIdentifier.parse(m.group(2))
-
-
 def resolve_catalog_table(
     arg: str, config: ConfigArg = None
 ) -> tuple[Catalog, TableIdentifier] | None:
     """The catalog and identifier a ``CATALOG:namespace.table`` argument names (the table
     need not exist: ``floe create``); None when ``arg`` is a path. The caller closes the
     catalog."""
-    parsed = parse_table_arg(arg)
-    if parsed is None or os.path.exists(arg):
+    parsed = catalog_table_arg(arg)
+    if parsed is None:
         return None
     name, ident = parsed
     return load_catalog(name, config), ident

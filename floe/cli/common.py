@@ -7,7 +7,6 @@ for a catalog configured in ``FLOE_CATALOGS`` / ``~/.floe/catalogs.toml``
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,6 +14,7 @@ from typing import Any
 
 from floe.catalog.base import Catalog, TableIdentifier
 from floe.catalog.filesystem import DirectoryCatalog, directory_table, load_table_metadata
+from floe.catalog.table_arg import catalog_table_arg
 from floe.errors import CommitConflict, FloeError, NotFound, ValidationError
 from floe.io import FileIO
 from floe.metadata import TableMetadata
@@ -27,8 +27,10 @@ TABLE_HELP = "table directory, *.metadata.json file, or CATALOG:namespace.table"
 
 
 def resolve_catalog_table(arg: str) -> tuple[Catalog, TableIdentifier] | None:
-    """:func:`floe.catalog.config.resolve_catalog_table`, imported when a command needs it
-    (the catalog configuration's module takes a few ms to import)."""
+    """:func:`floe.catalog.config.resolve_catalog_table`, imported only when ``arg`` names a
+    catalog's table (the catalog configuration's module takes a few ms to import)."""
+    if catalog_table_arg(arg) is None:
+        return None  # a path
     from floe.catalog.config import resolve_catalog_table as resolve
 
     return resolve(arg)
@@ -50,10 +52,8 @@ def _in_catalog(catalog: Catalog) -> Iterator[None]:
 
 
 def load_table_state(arg: str) -> tuple[FileIO, str, TableMetadata]:
-    """(io, metadata location, metadata) of the table ``arg`` names, for reading. A path
-    that exists is a path (as :func:`~floe.catalog.config.resolve_catalog_table` decides):
-    no catalog configuration is loaded for it."""
-    resolved = None if os.path.exists(arg) else resolve_catalog_table(arg)
+    """(io, metadata location, metadata) of the table ``arg`` names, for reading."""
+    resolved = resolve_catalog_table(arg)
     if resolved is None:
         io = FileIO()
         location, md = load_table_metadata(io, arg)
