@@ -160,7 +160,7 @@ def test_a_read_only_program_flushes_its_output_and_its_cache_before_it_exits(
         warehouse, tmp_path, capsys):
     """`floe plan` as a program ends with os._exit: what it printed is all there (a pipe
     is block-buffered), the manifest cache it filled is complete (no temporary file left),
-    and a reader that goes away early ends it quietly."""
+    and a reader that is gone ends it quietly."""
     table = str(warehouse / "web" / "events")
     env = {**os.environ, "FLOE_MANIFEST_CACHE": str(tmp_path / "cache")}
     argv = [sys.executable, "-m", "floe.cli", "plan", table, "--json"]
@@ -169,14 +169,15 @@ def test_a_read_only_program_flushes_its_output_and_its_cache_before_it_exits(
     assert out.stdout.decode() == capsys.readouterr().out and out.stderr == b""
     cached = sorted(p.name for p in (tmp_path / "cache").rglob("*") if p.is_file())
     assert cached and all(n.endswith(".arrow") and not n.startswith(".tmp-") for n in cached)
-    # the reader closes the pipe after a few bytes
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    assert proc.stdout is not None and proc.stderr is not None
-    assert proc.stdout.read(5)
-    proc.stdout.close()
-    err = proc.stderr.read()
-    proc.stderr.close()
-    assert proc.wait() == 0 and b"Traceback" not in err
+    # the reader is gone before the first byte: every write and the final flush meet a
+    # broken pipe (EPIPE), which ends the program quietly
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        gone = subprocess.run(argv, stdout=write_end, stderr=subprocess.PIPE, env=env)
+    finally:
+        os.close(write_end)
+    assert gone.returncode == 0 and gone.stderr == b""
     # a failing read-only command keeps its exit code and message
     bad = subprocess.run([*argv[:4], str(tmp_path / "nothing"), "--json"], capture_output=True,
                          env=env)
