@@ -15,6 +15,14 @@ decoding it, best of 3:
   inflated bytes into column buffers alone (``floe._native.decode``); the rest of
   ``floe (native)`` is Python building the Arrow table from those buffers.
 
+Then a manifest list of ``entries / 10`` manifests (two partition summaries each, as the
+benchmark tables of benchmarks/plan.py have), decoded into ``ManifestFile`` values:
+
+- floe (Python): ``floe.avro.read_avro`` and ``floe.manifest._manifest_files``, the fallback;
+- floe (native): ``floe.avro_native.decode_manifest_list`` (what ``read_manifest_list``
+  uses when the extension is built), with the C walk alone beside it;
+- PyIceberg: ``pyiceberg.manifest.read_manifest_list``.
+
 Usage: ``python benchmarks/manifest_read.py [entries]``.
 """
 
@@ -155,9 +163,60 @@ def main() -> None:
         if name.startswith("  "):
             continue
         assert (out.num_rows if hasattr(out, "num_rows") else len(out)) == entries
+    _print(rows, entries)
+    lists(max(1, entries // 10))
+
+
+def _print(rows: list[tuple[str, float, Any]], entries: int) -> None:
     print(f"{'engine':<20} {'entries/s':>12} {'seconds':>9} {'us/entry':>9}")
     for name, secs, _ in rows:
         print(f"{name:<20} {entries / secs:>12,.0f} {secs:>9.3f} {secs / entries * 1e6:>9.2f}")
+
+
+def lists(manifests: int) -> None:
+    """A manifest list of ``manifests`` entries decoded each way (best of 3)."""
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+    from pyiceberg.manifest import read_manifest_list as py_read_manifest_list
+
+    from floe import avro_native
+    from floe.avro import container_blocks, read_avro
+    from floe.manifest import ManifestListWriter, PartitionFieldSummary, _manifest_files
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = f"{tmp}/snap-1.avro"
+        with ManifestListWriter(FileIO(), path, 2, 1, None, sequence_number=1) as w:
+            w.add_manifests(ManifestFile(
+                f"s3://bucket/warehouse/db/t/metadata/{k:08d}-m0.avro", 600_000 + k, 0,
+                sequence_number=1, min_sequence_number=1, added_snapshot_id=1,
+                added_files_count=1000, existing_files_count=0, deleted_files_count=0,
+                added_rows_count=10**8, existing_rows_count=0, deleted_rows_count=0,
+                partitions=[PartitionFieldSummary(False, False, (19723 + k // 40).to_bytes(
+                    4, "little"), (19724 + k // 40).to_bytes(4, "little")),
+                            PartitionFieldSummary(False, False, b"\0\0\0\0",
+                                                  b"\x0f\0\0\0")])
+                for k in range(manifests))
+        data = FileIO().read(path)
+        print(f"\nmanifest list of {manifests} manifests ({len(data) / 1e6:.2f} MB)")
+        pio = PyArrowFileIO()
+        rows = [
+            ("floe (Python)", *best_of(lambda: _manifest_files(read_avro(data, path), path))),
+            ("pyiceberg", *best_of(lambda: list(py_read_manifest_list(pio.new_input(path))))),
+        ]
+        if avro_native.available():
+            rows.append(("floe (native)",
+                         *best_of(lambda: avro_native.decode_manifest_list(data, path))))
+            assert rows[-1][2] == rows[0][2]
+            program = avro_native._program(
+                container_blocks(data)[0]["avro.schema"].decode(), "manifest_list")
+            ext = avro_native.extension()
+            assert program is not None and ext is not None
+            blocks = [(count, bytes(block)) for count, block, _ in container_blocks(data)[1]]
+            rows.append(("  decode walk (C)", *best_of(
+                lambda: ext.decode(program.code, program.kind_codes, blocks))))
+        for name, _, out in rows:
+            if not name.startswith("  "):
+                assert len(out) == manifests
+        _print(rows, manifests)
 
 
 if __name__ == "__main__":

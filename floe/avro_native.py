@@ -19,6 +19,7 @@ import importlib
 import json
 import os
 from collections.abc import Callable
+from itertools import chain, starmap
 from types import ModuleType
 from typing import Any
 
@@ -478,9 +479,7 @@ def decode_manifest_list(data: bytes, location: str) -> list[ManifestFile] | Non
         elif nf is S.PARTITION_SUMMARIES:
             values.append(_summaries(column[1], columns))
         else:
-            got = _values(*column)
-            if nf is S.MANIFEST_PATH:  # UTF-8 checked by the extension
-                got = [None if v is None else v.decode() for v in got]
+            got = _values(*column, text=nf is S.MANIFEST_PATH)
             values.append(got if default is None else
                           [default if v is None else v for v in got])
     contents = {c.value: c for c in ManifestContent}
@@ -489,26 +488,40 @@ def decode_manifest_list(data: bytes, location: str) -> list[ManifestFile] | Non
         values[i_content] = [contents[c] for c in values[i_content]]
     except KeyError:
         return None
-    return [ManifestFile(*row) for row in zip(*values, strict=True)]
+    return list(starmap(ManifestFile, zip(*values, strict=True)))
 
 
-def _values(kind: int, raw: tuple[int, int, bytes, bytes, bytes, bytes]) -> list[Any]:
+#: The eight bits of each byte value, least significant first (Arrow's bit order).
+_BITS = [tuple(bool(b >> i & 1) for i in range(8)) for b in range(256)]
+
+
+def _bits(bitmap: bytes, length: int) -> list[bool]:
+    return list(chain.from_iterable(map(_BITS.__getitem__, bitmap)))[:length]
+
+
+def _values(kind: int, raw: tuple[int, int, bytes, bytes, bytes, bytes], text: bool = False
+            ) -> list[Any]:
     """The Python values of a column the extension decoded (Arrow's layout: validity bits,
-    little-endian values, int32 offsets), None where null."""
+    little-endian values, int32 offsets), None where null; binary values as str when
+    ``text`` (UTF-8 the extension checked)."""
     length, nulls, validity, values, offsets, data = raw
     kind &= ~K_NESTED
     got: list[Any]
     if kind == K_INT64:
         got = memoryview(values).cast("q").tolist()
     elif kind == K_BOOL:
-        got = [bool(values[i >> 3] >> (i & 7) & 1) for i in range(length)]
+        got = _bits(values, length)
     elif kind == K_BINARY:
         o = memoryview(offsets).cast("i").tolist()
-        got = [data[o[i]:o[i + 1]] for i in range(length)]
+        if text and data.isascii():  # byte offsets are character offsets
+            data = data.decode("ascii")  # type: ignore[assignment]
+        got = list(map(data.__getitem__, map(slice, o, o[1:])))
+        if text and isinstance(data, bytes):
+            got = [v.decode() for v in got]
     else:
         raise ValueError(f"a column of kind {kind}")
     if nulls:
-        got = [v if validity[i >> 3] >> (i & 7) & 1 else None for i, v in enumerate(got)]
+        got = [v if ok else None for v, ok in zip(got, _bits(validity, length))]
     return got
 
 
@@ -523,11 +536,13 @@ def _summaries(raw: tuple[int, int, bytes, bytes, bytes, bytes],
     fields = []
     for k in range(len(S.PARTITION_SUMMARY.fields)):
         column = columns.get(f"s{k}")
-        got = [None] * items if column is None else _values(*column)
-        if len(got) != items:
+        field = [None] * items if column is None else _values(*column)
+        if len(field) != items:
             raise ValueError("malformed program: a nested column's length")
-        fields.append(got)
-    summaries = [PartitionFieldSummary(*row) for row in zip(*fields, strict=True)]
-    return [summaries[o[i]:o[i + 1]]
-            if not nulls or validity[i >> 3] >> (i & 7) & 1 else None
-            for i in range(length)]
+        fields.append(field)
+    summaries = list(starmap(PartitionFieldSummary, zip(*fields, strict=True)))
+    got: list[list[PartitionFieldSummary] | None] = list(
+        map(summaries.__getitem__, map(slice, o, o[1:])))
+    if nulls:
+        got = [v if ok else None for v, ok in zip(got, _bits(validity, length))]
+    return got
