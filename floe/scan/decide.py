@@ -234,6 +234,9 @@ class _Columns:
         self.table = table
         self.n = table.num_rows
         self._got: dict[tuple[str, int], pa.Array | None] = {}
+        #: _rules of each predicate (by id, the predicate kept alive beside its rules):
+        #: deciding and explaining a manifest read the same rules
+        self.rules: dict[int, tuple[Predicate, Any]] = {}
 
     def files(self, rows: list[int], fids: set[int], paths: list[str]) -> list[DataFile] | None:
         """Data files of ``rows`` holding only what a metrics evaluator of the field ids
@@ -376,7 +379,15 @@ def _rules(p: Predicate, stats: _Columns) -> tuple[list[_Rule], pa.Array | None]
     """The inclusive metrics rule of ``p`` (floe.expressions.metrics._inclusive_leaf) over the
     rows, as its pruning rules in the order the scalar evaluator tries them, and where the
     bulk answer holds (None: everywhere; elsewhere a bound is not in the width this type
-    reads in bulk, the scalar evaluator's to read). None when not done in bulk."""
+    reads in bulk, the scalar evaluator's to read). None when not done in bulk. Worked out
+    once per predicate and manifest (kept in ``stats``)."""
+    got = stats.rules.get(id(p))
+    if got is None or got[0] is not p:
+        got = stats.rules[id(p)] = (p, _rules_of(p, stats))
+    return got[1]
+
+
+def _rules_of(p: Predicate, stats: _Columns) -> tuple[list[_Rule], pa.Array | None] | None:
     import pyarrow as pa
     from floe import arrow_compute as pc
 
