@@ -635,7 +635,11 @@ static int run(Decoder *d, Py_ssize_t *pc, int depth) {
         return 0;
     }
     case OP_ARRAY:
-    case OP_MAP: {
+    case OP_MAP:
+    case OP_C_ARRAY: { /* C_ARRAY: the items counted into the column */
+        c = NULL;
+        if (op == OP_C_ARRAY && column(d, pc, &c, K_ARRAY) < 0)
+            return -1;
         Py_ssize_t item = *pc;
         for (;;) {
             if (read_count(d, &count, 1) < 0) /* bounds: items <= bytes left */
@@ -653,10 +657,18 @@ static int run(Decoder *d, Py_ssize_t *pc, int depth) {
                 }
                 if (run(d, pc, depth + 1) < 0)
                     return -1;
+                if (c != NULL)
+                    c->items++;
             }
         }
         *pc = item;
-        return skip_node(d, pc, depth + 1);
+        if (skip_node(d, pc, depth + 1) < 0)
+            return -1;
+        if (c == NULL)
+            return 0;
+        if (col_offset(c, c->items) < 0)
+            return -1;
+        return col_valid(c, 1);
     }
     case OP_C_NULL:
         if (column(d, pc, &c, -1) < 0)
@@ -747,27 +759,6 @@ static int run(Decoder *d, Py_ssize_t *pc, int depth) {
             col_offset(c, c->data.len) < 0)
             return -1;
         return col_valid(c, 1);
-    case OP_C_ARRAY: {
-        if (column(d, pc, &c, K_ARRAY) < 0)
-            return -1;
-        Py_ssize_t item = *pc;
-        for (;;) {
-            if (read_count(d, &count, 1) < 0) /* bounds: items <= bytes left */
-                return -1;
-            if (count == 0)
-                break;
-            for (Py_ssize_t i = 0; i < count; i++) {
-                *pc = item;
-                if (run(d, pc, depth + 1) < 0)
-                    return -1;
-                c->items++;
-            }
-        }
-        *pc = item;
-        if (skip_node(d, pc, depth + 1) < 0 || col_offset(c, c->items) < 0)
-            return -1;
-        return col_valid(c, 1);
-    }
     }
     PyErr_SetString(PyExc_ValueError, "malformed program: bad opcode");
     return -1;

@@ -21,6 +21,7 @@ from floe import avro_schemas as S
 from floe.avro import encode_long, read_avro, read_header, read_long, write_avro
 from floe.errors import MetadataError
 from floe.manifest import ManifestContent, _manifest_files, read_manifest_list
+from tests.floe.test_native_manifests import mutated
 
 pytestmark = pytest.mark.skipif(not avro_native.available(),
                                 reason="floe._native is not built")
@@ -295,22 +296,8 @@ def test_mutated_records(data: st.DataObject | None) -> None:
     if data is None:  # the unmutated list
         assert agree(_build()) == "same"
         return
-    block = bytearray(BLOCK)
-    for pos, value in data.draw(st.lists(st.tuples(
-            st.integers(0, len(block) - 1), st.integers(0, 255)), min_size=1, max_size=3)):
-        block[pos] = value
-    edit = data.draw(st.sampled_from(["none", "none", "none", "cut", "insert", "count", "size"]))
-    count, size = COUNT, None
-    if edit == "cut":
-        del block[data.draw(st.integers(0, len(block) - 1)):]
-    elif edit == "insert":
-        at = data.draw(st.integers(0, len(block)))
-        block[at:at] = data.draw(st.binary(min_size=1, max_size=12))
-    elif edit == "count":
-        count = data.draw(st.integers(0, 2**63 - 1))
-    elif edit == "size":
-        size = data.draw(st.integers(0, len(block) + 64))
-    agree(_build(bytes(block), count, size))
+    block, count, size = mutated(data, BLOCK)
+    agree(_build(block, COUNT if count is None else count, size))
 
 
 def test_a_program_is_compiled_once_per_schema() -> None:

@@ -423,22 +423,28 @@ def test_truncated_at_every_offset(container: _Container) -> None:
                                  HealthCheck.too_slow])
 @given(data=st.data())
 def test_mutated_records(container: _Container, data: st.DataObject) -> None:
-    block = bytearray(container.block)
+    agree(container.build(*mutated(data, container.block)), container.manifest)
+
+
+def mutated(data: st.DataObject, block: bytes) -> tuple[bytes, int | None, int | None]:
+    """A block with up to three bytes changed, then perhaps cut, grown, or given another
+    record count or size (None: the block's own): (block, count, size)."""
+    changed = bytearray(block)
     for pos, value in data.draw(st.lists(st.tuples(
-            st.integers(0, len(block) - 1), st.integers(0, 255)), min_size=1, max_size=3)):
-        block[pos] = value
+            st.integers(0, len(changed) - 1), st.integers(0, 255)), min_size=1, max_size=3)):
+        changed[pos] = value
     edit = data.draw(st.sampled_from(["none", "none", "none", "cut", "insert", "count", "size"]))
     count, size = None, None
     if edit == "cut":
-        del block[data.draw(st.integers(0, len(block) - 1)):]
+        del changed[data.draw(st.integers(0, len(changed) - 1)):]
     elif edit == "insert":
-        at = data.draw(st.integers(0, len(block)))
-        block[at:at] = data.draw(st.binary(min_size=1, max_size=12))
+        at = data.draw(st.integers(0, len(changed)))
+        changed[at:at] = data.draw(st.binary(min_size=1, max_size=12))
     elif edit == "count":
         count = data.draw(st.integers(0, 2**63 - 1))
     elif edit == "size":
-        size = data.draw(st.integers(0, len(block) + 64))
-    agree(container.build(bytes(block), count, size), container.manifest)
+        size = data.draw(st.integers(0, len(changed) + 64))
+    return bytes(changed), count, size
 
 
 
@@ -464,7 +470,8 @@ def test_int_maps_are_skipped_as_the_python_decoder_skips_them(
             want = "error"
         if want == "other":
             continue
-        program = pa.array([avro_native.OP_RECORD, 1, avro_native.C_INTMAP, 0], pa.int32()).buffers()[1]
+        program = pa.array([avro_native.OP_RECORD, 1, avro_native.C_INTMAP, 0],
+                           pa.int32()).buffers()[1]
         ext = native.extension()
         assert ext is not None
         try:
