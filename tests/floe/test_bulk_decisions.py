@@ -217,20 +217,32 @@ def test_bulk_decides_most_files_in_bulk() -> None:
     assert calls == []  # every file decided over the columns
     assert got.stages().count(2) == 990
 
-    # explained, too: every file's explanation written over the columns
-    spec_filter = ScanFilter(MD, SCHEMA, "l >= 5000 AND l < 5100", True, True).for_spec(0)
-    metrics = spec_filter.metrics
-    spec_filter.metrics = lambda df: calls.append(df) or metrics(df)  # type: ignore[method-assign]
-    live = stored(files)
-    got = bulk.decide(spec_filter, live)
-    assert got is not None
-    kept = [bulk.FileDecision(e.data_file.file_path, "data", True, None, r)
-            for e, r in zip(got.built, bulk.kept_reasons(spec_filter, got), strict=True)]
-    decisions = list(bulk.DecidedFiles(live, got, spec_filter, kept))
-    assert calls == []
-    assert decisions[0].reason == "pruned: l >= 5000 but upper_bound(l) = 9"
-    assert decisions[500].reason == "kept: l >= 5000 might match; kept: l < 5100 might match"
-    assert decisions[510].reason == "pruned: l < 5100 but lower_bound(l) = 5100"
+    # explained, too: every pruned file's explanation written over the columns, when the
+    # decisions are read; the ten kept files explained one by one when they are kept (no
+    # more than SCALAR_KEPT), or over the columns too (more)
+    for scalar_kept in (bulk.SCALAR_KEPT, 0):
+        calls.clear()
+        spec_filter = ScanFilter(MD, SCHEMA, "l >= 5000 AND l < 5100", True, True).for_spec(0)
+        metrics = spec_filter.metrics
+        spec_filter.metrics = lambda df: calls.append(df) or metrics(df)  # type: ignore[method-assign]
+        live = stored(files)
+        got = bulk.decide(spec_filter, live)
+        assert got is not None
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(bulk, "SCALAR_KEPT", scalar_kept)
+            reasons = bulk.kept_reasons(spec_filter, got)
+        assert [df.file_path for df in calls] == \
+            ([e.data_file.file_path for e in got.built] if scalar_kept else [])
+        assert (got._explained is None) == bool(scalar_kept)  # the columns' work not done yet
+        kept = [bulk.FileDecision(e.data_file.file_path, "data", True, None, r)
+                for e, r in zip(got.built, reasons, strict=True)]
+        calls.clear()
+        decisions = list(bulk.DecidedFiles(live, got, spec_filter, kept))
+        assert calls == []
+        assert decisions[0].reason == "pruned: l >= 5000 but upper_bound(l) = 9"
+        assert decisions[500].reason == \
+            "kept: l >= 5000 might match; kept: l < 5100 might match"
+        assert decisions[510].reason == "pruned: l < 5100 but lower_bound(l) = 5100"
 
 
 def test_corrupt_statistics_fall_back_to_the_scalar_evaluator() -> None:
@@ -278,10 +290,15 @@ def planned_table(tmp_path: Any) -> str:
     "id < 35", "id >= 100 AND cat = 'b'", "cat IS NULL OR id = 71", "v > 3.5", "v IS NAN",
     "id IN (5, 55, 115)", "cat != 'a'", "id > 1000", "cat STARTS WITH 'a' AND v < 0",
 ])
+@pytest.mark.parametrize("scalar_kept", [None, 0])
 def test_a_planned_table_decides_the_same_in_bulk(planned_table: str, row_filter: str,
+                                                  scalar_kept: int | None,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """plan_files' tasks, funnel and explanation are the same whether the files are decided
-    over the columns or one by one (the bulk path switched off)."""
+    over the columns or one by one (the bulk path switched off); kept files explained one by
+    one (as many as SCALAR_KEPT) or over the columns (0)."""
+    if scalar_kept is not None:
+        monkeypatch.setattr(bulk, "SCALAR_KEPT", scalar_kept)
     from floe.catalog.filesystem import load_table_metadata
     from floe.io import FileIO
     from floe.scan import ManifestCache, plan_files
