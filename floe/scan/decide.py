@@ -270,7 +270,8 @@ class _Columns:
         key = (name, fid)
         if key in self._got:
             return self._got[key]
-        col = self.table.column(name).combine_chunks()
+        column = self.table.column(name)  # one chunk when decoded here: not copied
+        col = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
         ext = extension()
         got: pa.Array | None = None
         if ext is not None:

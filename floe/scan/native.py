@@ -114,7 +114,7 @@ def _live_table(program: _Program, arrays: dict[str, pa.Array], manifest: Manife
     types = dict(columns())
 
     def get(name: str) -> pa.Array:
-        return arrays.get(name, pa.nulls(n, types[name]))
+        return arrays[name] if name in arrays else pa.nulls(n, types[name])
 
     def cast(arr: pa.Array, type_: pa.DataType) -> pa.Array:
         try:
