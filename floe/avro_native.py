@@ -49,6 +49,7 @@ from floe.manifest import (
     _named_types,
 )
 
+
 def _extension() -> ModuleType | None:
     try:
         return importlib.import_module("floe._native")

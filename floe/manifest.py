@@ -290,7 +290,7 @@ def read_manifest_list(io: IO_, location: str) -> list[ManifestFile]:
     f = read_avro(data, location)
     try:
         return _manifest_files(f, location)
-    except (ValidationError, KeyError, TypeError, IndexError) as e:
+    except (ValueError, KeyError, TypeError, IndexError) as e:  # an unknown content too
         raise MetadataError(location, f"not a valid manifest list: {e}") from None
 
 

@@ -45,6 +45,15 @@ def check_list(data: bytes, location: str = "list.avro") -> bool:
     return True
 
 
+#: One v2 manifest-list record (no partition summaries).
+RECORD: dict[str, Any] = {
+    "manifest_path": "m.avro", "manifest_length": 7, "partition_spec_id": 0, "content": 0,
+    "sequence_number": 3, "min_sequence_number": 2, "added_snapshot_id": 9,
+    "added_files_count": 1, "existing_files_count": 0, "deleted_files_count": 0,
+    "added_rows_count": 5, "existing_rows_count": 0, "deleted_rows_count": 0,
+    "partitions": None, "key_metadata": None}
+
+
 def _schema(version: int) -> dict[str, Any]:
     return S.to_avro_schema(S.manifest_file_type(version), "manifest_file")
 
@@ -154,11 +163,8 @@ def test_schema_evolution_of_the_list_itself() -> None:
     item = summaries["type"][1]["items"]
     item["fields"] = [f for f in item["fields"] if f["name"] != "contains_nan"]
     item["fields"].append({"name": "note", "type": "string"})
-    records = [{
-        "manifest_path": "m.avro", "manifest_length": 7, "partition_spec_id": 0, "content": 1,
-        "sequence_number": 3, "min_sequence_number": 2, "added_snapshot_id": 9,
-        "added_files_count": 1, "existing_files_count": 0, "deleted_files_count": 0,
-        "added_rows_count": 5, "existing_rows_count": 0, "deleted_rows_count": 0,
+    records = [RECORD | {
+        "content": 1,
         "partitions": [{"contains_null": True, "lower_bound": b"a", "upper_bound": b"z",
                         "note": "\u00e9t\u00e9"}],
         "extra": {"k": [1.5, 2.5]}, "tag": "b", "h": b"abc",
@@ -167,47 +173,41 @@ def test_schema_evolution_of_the_list_itself() -> None:
     got = avro_native.decode_manifest_list(_write(schema, records), "l")
     assert got is not None and got[0].partitions is not None
     assert got[0].partitions[0].contains_nan is None and got[0].key_metadata is None
-    v1 = _write(_schema(1), [{k: v for k, v in records[0].items() if k not in (
-        "content", "sequence_number", "min_sequence_number", "extra", "tag", "h")} | {
-        "partitions": None, "key_metadata": None}])
+    v1 = _write(_schema(1), [{k: v for k, v in RECORD.items() if k not in (
+        "content", "sequence_number", "min_sequence_number")}])
     assert check_list(v1)
     got = avro_native.decode_manifest_list(v1, "l")
     assert got is not None and (got[0].content, got[0].sequence_number) == (
         ManifestContent.DATA, 0)
 
 
-def test_what_it_declines_python_decodes() -> None:
+def test_what_it_declines_python_decodes(tmp_path: Any) -> None:
     """A field of another type, a logical type, an unknown content: declined, and
-    read_manifest_list answers (or refuses) as the Python decoder does."""
-    record = {
-        "manifest_path": "m.avro", "manifest_length": 7, "partition_spec_id": 0, "content": 0,
-        "sequence_number": 3, "min_sequence_number": 2, "added_snapshot_id": 9,
-        "added_files_count": 1, "existing_files_count": 0, "deleted_files_count": 0,
-        "added_rows_count": 5, "existing_rows_count": 0, "deleted_rows_count": 0,
-        "partitions": None, "key_metadata": None}
+    read_manifest_list answers (or refuses, with MetadataError) as the Python decoder does."""
+    from floe.io import FileIO
+
     as_string = _schema(2)
     next(f for f in as_string["fields"] if f["name"] == "manifest_length")["type"] = "string"
     logical = _schema(2)
     next(f for f in logical["fields"] if f["name"] == "added_snapshot_id")["type"] = [
         "null", {"type": "long", "logicalType": "timestamp-millis"}]
-    cases = [(as_string, dict(record, manifest_length="7")), (logical, record),
-             (_schema(2), dict(record, content=7))]
-    for schema, rec in cases:
-        data = _write(schema, [rec])
-        assert avro_native.decode_manifest_list(data, "l") is None
-    assert python_list(_write(*cases[0][:1], [cases[0][1]]))  # Python reads it
+    path = tmp_path / "list.avro"
+    for schema, rec in [(as_string, RECORD | {"manifest_length": "7"}), (logical, RECORD)]:
+        path.write_bytes(_write(schema, [rec]))
+        assert avro_native.decode_manifest_list(path.read_bytes(), "l") is None
+        got = read_manifest_list(FileIO(), str(path))
+        assert repr(got) == python_list(path.read_bytes(), str(path))
+    path.write_bytes(_write(_schema(2), [RECORD | {"content": 7}]))
+    assert avro_native.decode_manifest_list(path.read_bytes(), "l") is None
+    with pytest.raises(MetadataError, match="not a valid manifest list"):
+        read_manifest_list(FileIO(), str(path))
 
 
 def test_floe_native_0_reads_in_python(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     from floe.io import FileIO
 
     path = tmp_path / "list.avro"
-    path.write_bytes(_write(_schema(2), [{
-        "manifest_path": "m.avro", "manifest_length": 7, "partition_spec_id": 0, "content": 0,
-        "sequence_number": 3, "min_sequence_number": 2, "added_snapshot_id": 9,
-        "added_files_count": 1, "existing_files_count": 0, "deleted_files_count": 0,
-        "added_rows_count": 5, "existing_rows_count": 0, "deleted_rows_count": 0,
-        "partitions": [], "key_metadata": b"k"}]))
+    path.write_bytes(_write(_schema(2), [RECORD | {"partitions": [], "key_metadata": b"k"}]))
     monkeypatch.setattr(avro_native, "decode_manifest_list", None)  # would fail if called
     monkeypatch.setenv("FLOE_NATIVE", "0")
     got = read_manifest_list(FileIO(), str(path))
