@@ -10,7 +10,6 @@ so that ``parse → write → parse`` gives an equal object. Keys floe does not 
 from __future__ import annotations
 
 import functools
-import gzip
 import json
 import uuid
 import weakref
@@ -541,6 +540,8 @@ def serialize_metadata(md: TableMetadata, compress: bool = False) -> bytes:
     snapshots)."""
     data = metadata_text(md).encode("utf-8")
     if compress:
+        import gzip  # only to write gzipped metadata
+
         return gzip.compress(data, mtime=0)
     return data
 

@@ -8,7 +8,6 @@ and are indexed once per schema.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Callable, Iterator
 from functools import cached_property
 from typing import Any
@@ -92,6 +91,8 @@ def assign_fresh_type_ids(t: IcebergType, next_id: Callable[[], int]) -> Iceberg
 def unknown_column(struct: StructType, name: str, case_sensitive: bool = True) -> str:
     """The message for a column name a schema lacks, with the closest names it has:
     ``unknown column 'idd'; did you mean 'id'?`` (else the first columns)."""
+    import difflib  # only for this message
+
     names = sorted(index_by_name(struct))
     if case_sensitive:
         close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)

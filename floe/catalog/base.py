@@ -10,7 +10,6 @@ a SQL pointer table.
 
 from __future__ import annotations
 
-import logging
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
@@ -45,7 +44,6 @@ __all__ = [
     "to_namespace",
 ]
 
-log = logging.getLogger(__name__)
 
 Namespace = tuple[str, ...]
 
@@ -338,8 +336,10 @@ class Catalog(ABC):
                 try:
                     self.io.delete(entry.metadata_file, missing_ok=True)
                 except (OSError, FloeError) as e:
-                    log.warning("could not delete old metadata file %s: %s",
-                                entry.metadata_file, e)
+                    import logging  # here: a read-only process never imports it
+
+                    logging.getLogger(__name__).warning(
+                        "could not delete old metadata file %s: %s", entry.metadata_file, e)
 
     def create_table_from_metadata(self, ident: TableIdentifier | str,
                                    metadata: TableMetadata) -> str:

@@ -15,10 +15,8 @@ Hadoop's checksum side files (``.v3.metadata.json.crc``) and other hidden files 
 
 from __future__ import annotations
 
-import logging
 import os
 import re
-import shutil
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -70,7 +68,6 @@ __all__ = [
     "version_hint_location",
 ]
 
-log = logging.getLogger(__name__)
 
 #: What keeps an empty namespace's prefix on an object store.
 NAMESPACE_MARKER = ".floe-namespace"
@@ -362,6 +359,8 @@ class FileSystemCatalog(Catalog):
         table_location = self.table_location(ident)
         metadata_dir = _join(table_location, METADATA_DIR)
         if is_local(table_location):
+            import shutil  # here: what reads tables never needs it
+
             shutil.rmtree(local_path(metadata_dir))
             if purge:
                 _remove_empty_dirs(local_path(table_location))
@@ -432,7 +431,10 @@ class FileSystemCatalog(Catalog):
             self.io.write(version_hint_location(table_location), str(version).encode(),
                           overwrite=True)
         except OSError as e:  # readers probe past a stale hint
-            log.warning("table %s: could not update the version hint: %s", ident, e)
+            import logging  # here: a read-only process never imports it
+
+            logging.getLogger(__name__).warning(
+                "table %s: could not update the version hint: %s", ident, e)
         return target
 
     def _published(self, target: str, data: bytes) -> bool:

@@ -18,7 +18,6 @@ import builtins
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import BinaryIO
 
 from floe.errors import ValidationError
@@ -120,6 +119,8 @@ class FileIO:
         if not locations or all(is_local(x) for x in locations):
             yield from (self.read(x) for x in locations)
             return
+        from concurrent.futures import Future, ThreadPoolExecutor  # not for local files
+
         with ThreadPoolExecutor(PARALLEL_READS) as pool:
             window: deque[Future[bytes]] = deque()
             pending = iter(locations)

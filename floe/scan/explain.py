@@ -14,8 +14,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
@@ -343,18 +341,58 @@ def _blocks(tasks: Sequence[FileScanTask]) -> list[Sequence[FileScanTask]]:
 #: Compact output goes through the json module's C encoder (``indent`` would disable it).
 encode_compact = json.JSONEncoder(separators=(",", ":"), default=str, ensure_ascii=False).encode
 
+#: Characters of manifest explanations :func:`write_plan_json` holds in memory before it
+#: spools them to a temporary file (``tempfile`` is imported then, not by every plan).
+SPOOL_CHARS = 8 << 20
+
+
+class _Spool:
+    """Comma-separated texts, in memory up to :data:`SPOOL_CHARS`, then in a temporary file."""
+
+    def __init__(self) -> None:
+        self.held: list[str] = []
+        self.chars = 0
+        self.file: IO[str] | None = None
+
+    def add(self, texts: list[str]) -> None:
+        text = ("," if self.chars else "") + ",".join(texts)
+        self.chars += len(text)
+        if self.file is None and self.chars <= SPOOL_CHARS:
+            self.held.append(text)
+            return
+        if self.file is None:
+            import tempfile
+
+            self.file = tempfile.TemporaryFile("w+", encoding="utf-8")
+            self.file.write("".join(self.held))
+            self.held.clear()
+        self.file.write(text)
+
+    def write_to(self, out: IO[str]) -> None:
+        if self.file is None:
+            out.write("".join(self.held))
+            return
+        self.file.seek(0)
+        while chunk := self.file.read(1 << 20):
+            out.write(chunk)
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+
 
 def write_plan_json(stream: PlanStream, out: IO[str]) -> None:
     """Write :func:`plan_to_json`'s document for a :class:`~floe.scan.planning.PlanStream`
     while the plan is produced: tasks as they come, each manifest's explanation once its
-    files are decided (then dropped; spooled to a temporary file until the tasks are
-    written), the funnel last. Memory stays bounded whatever the number of files."""
+    files are decided (then dropped; held until the tasks are written, in a temporary file
+    past :data:`SPOOL_CHARS`), the funnel last. Memory stays bounded whatever the number of
+    files."""
     plan = stream.plan
     explain = plan.explain
     head = encode_compact({"snapshot_id": plan.snapshot_id, "schema_id": plan.schema.schema_id,
                     "filter": None if plan.row_filter is None else str(plan.row_filter)})
     out.write(head[:-1] + ',"tasks":[')
-    spool = tempfile.TemporaryFile("w+", encoding="utf-8") if explain is not None else None
+    spool = _Spool() if explain is not None else None
     sep = ""
     done = 0  # explanations written to the spool
 
@@ -368,7 +406,7 @@ def write_plan_json(stream: PlanStream, out: IO[str]) -> None:
             decision.files = []
             done += 1
         if parts:
-            spool.write(("," if spool.tell() else "") + ",".join(parts))
+            spool.add(parts)
 
     try:
         for m, tasks in stream:
@@ -384,8 +422,7 @@ def write_plan_json(stream: PlanStream, out: IO[str]) -> None:
             flush_explanations(len(explain.manifests))
             out.write(',"snapshot_selection":' + encode_compact(explain.snapshot_selection)
                       + ',"manifests":[')
-            spool.seek(0)
-            shutil.copyfileobj(spool, out)
+            spool.write_to(out)
             out.write("]")
     finally:
         if spool is not None:

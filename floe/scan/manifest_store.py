@@ -31,7 +31,6 @@ from __future__ import annotations
 import math
 import os
 import struct
-import tempfile
 import threading
 import time
 import zlib
@@ -179,6 +178,8 @@ class ManifestStore:
         floe/scan/native.py straight from the Avro); False when the directory cannot be
         written."""
         import pyarrow as pa
+
+        import tempfile  # here: a plan with the cache off does not import it
 
         path = self.path_for(manifest)
         try:

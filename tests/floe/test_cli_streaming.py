@@ -16,6 +16,7 @@ from floe import inspect
 from floe.catalog.filesystem import FileSystemCatalog
 from floe.io import FileIO
 from floe.scan import planning
+from floe.scan import explain as explain_module
 from floe.scan.explain import write_plan_json
 from floe.scan.planning import plan_files, stream_plan
 from floe.schema import Schema
@@ -65,6 +66,50 @@ def test_stream_equals_plan_for_any_chunk(table: Any, chunk: int, tmp_path: Path
         expected = plan_files(FileIO(), table.metadata, row_filter="id >= 5",
                               explain=explain, cache=None).to_json()
         assert json.loads(out.read_text()) == _normal(expected)
+
+
+@pytest.mark.parametrize("limit", ["0", "1", "first", "default"])
+def test_explanations_spooled_past_the_limit_write_the_same(
+        table: Any, limit: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Explanations held in memory or moved to a temporary file part way (``limit``:
+    characters held; "first": what the first manifests' explanations take; "default": all in
+    memory here) give the same document."""
+    files: list[Any] = []
+    sizes: list[int] = []
+    real_add = explain_module._Spool.add
+
+    def add(self: Any, texts: list[str]) -> None:
+        real_add(self, texts)
+        files.append(self.file)
+        sizes.append(self.chars)
+
+    monkeypatch.setattr(explain_module._Spool, "add", add)
+
+    def write() -> Path:
+        stream = stream_plan(FileIO(), table.metadata, row_filter="id >= 5", explain=True,
+                             chunk_entries=7)
+        out = tmp_path / "plan.json"
+        with open(out, "w") as f:
+            write_plan_json(stream, f)
+        return out
+
+    if limit == "first":
+        write()
+        monkeypatch.setattr(explain_module, "SPOOL_CHARS", sizes[0])
+    elif limit != "default":
+        monkeypatch.setattr(explain_module, "SPOOL_CHARS", int(limit))
+    files.clear()
+    out = write()
+    expected = plan_files(FileIO(), table.metadata, row_filter="id >= 5", explain=True,
+                          cache=None).to_json()
+    assert json.loads(out.read_text()) == _normal(expected)
+    assert len(files) > 2
+    if limit == "default":
+        assert all(f is None for f in files)
+    elif limit == "first":  # the first texts in memory, the rest in the file
+        assert files[0] is None and files[-1] is not None and files[-1].closed
+    else:
+        assert all(f is not None for f in files)
 
 
 def test_stream_decodes_one_chunk_at_a_time(table: Any, monkeypatch: pytest.MonkeyPatch
