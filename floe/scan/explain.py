@@ -343,7 +343,7 @@ encode_compact = json.JSONEncoder(separators=(",", ":"), default=str, ensure_asc
 
 #: Characters of manifest explanations :func:`write_plan_json` holds in memory before it
 #: spools them to a temporary file (``tempfile`` is imported then, not by every plan).
-SPOOL_CHARS = 8 << 20
+SPOOL_CHARS = 2 << 20
 
 
 class _Spool:
@@ -364,13 +364,15 @@ class _Spool:
             import tempfile
 
             self.file = tempfile.TemporaryFile("w+", encoding="utf-8")
-            self.file.write("".join(self.held))
+            for held in self.held:  # not joined (a joined copy raised a 1M-file plan's
+                self.file.write(held)  # peak memory from 297 to 341 MB)
             self.held.clear()
         self.file.write(text)
 
     def write_to(self, out: IO[str]) -> None:
         if self.file is None:
-            out.write("".join(self.held))
+            for text in self.held:  # not joined: one more copy of them all
+                out.write(text)
             return
         self.file.seek(0)
         while chunk := self.file.read(1 << 20):
