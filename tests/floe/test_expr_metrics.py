@@ -338,3 +338,36 @@ def test_manifest_filter_through_a_transform() -> None:
     kept, why = manifest_evaluator_explain(spec, schema, project(parse_filter("ts < 100")))(m)
     assert (kept, why) == (
         False, "pruned: ts_trunc <= 90 but partition lower_bound(ts_trunc) = 100")
+
+
+@pytest.mark.parametrize("memo", [None, 1])
+def test_one_evaluator_over_many_manifests_answers_as_fresh_ones(
+        memo: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A manifest leaf remembers its answer per distinct summary of its field: over manifests
+    that repeat and mix these summaries, one evaluator answers each as a new evaluator does
+    (with the memory full after one summary too)."""
+    import random
+
+    from floe.expressions import metrics
+
+    if memo is not None:
+        monkeypatch.setattr(metrics, "SUMMARY_MEMO", memo)
+    rng = random.Random(24)
+    manifests = []
+    for _ in range(60):
+        parts = list(SUMMARIES)
+        for _ in range(3):  # swap summaries between fields of the same type
+            i, j = rng.choice([(1, 3), (1, 5), (3, 5), (2, 4), (2, 6), (4, 6)])
+            parts[i], parts[j] = parts[j], parts[i]
+        if rng.random() < 0.3:
+            parts[0] = PartitionFieldSummary(False, False, _b(LONG, rng.randint(0, 90)),
+                                             _b(LONG, 90))
+        manifests.append(ManifestFile("m.avro", 1, 0, partitions=parts))
+    for text, _, _ in MANIFESTS:
+        partition_filter = inclusive_projection(PSCHEMA, PSPEC)(parse_filter(text))
+        one = manifest_evaluator_explain(PSPEC, PSCHEMA, partition_filter)
+        plain = manifest_evaluator(PSPEC, PSCHEMA, partition_filter)
+        for m in manifests:
+            fresh = manifest_evaluator_explain(PSPEC, PSCHEMA, partition_filter)(m)
+            assert one(m) == fresh, (text, m.partitions)
+            assert plain(m) is fresh[0], (text, m.partitions)

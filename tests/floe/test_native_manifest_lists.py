@@ -146,6 +146,10 @@ def test_many_blocks_and_every_field(tmp_path: Any) -> None:
     assert m.partitions[0].contains_nan is None and m.partitions[0].upper_bound is None
     assert got[2002].first_row_id == 200200 and got[2001].first_row_id is None
     assert got[2001].content == ManifestContent.DELETES and got[0].partitions == []
+    # a summary repeated (here within a record, i % 3 == 2) is one object: what the plan's
+    # manifest evaluator remembers its answers by
+    assert got[2].partitions is not None and got[2].partitions[0] is got[2].partitions[1]
+    assert got[5].partitions is not None and got[5].partitions[0] is not got[2].partitions[0]
 
 
 def test_schema_evolution_of_the_list_itself() -> None:
