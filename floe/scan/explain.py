@@ -229,10 +229,32 @@ def _tasks_text(tasks: Sequence[FileScanTask]) -> str:
     return encode_compact(tasks_json(tasks))[1:-1]
 
 
-def _decision_text(decision: ManifestDecision) -> str:
+def _decision_text(decision: ManifestDecision, strings: dict[str, str] | None = None
+                   ) -> str:
     """``encode_compact(decision.to_json())``; the decisions on the files of a manifest
-    (kept whole, or decided over its columns) formatted by Arrow when it can be."""
+    (kept whole, or decided over its columns) formatted by Arrow when it can be. A manifest
+    with no file decided (pruned by its summaries, or skipped by its counts) is written here
+    field by field, its texts (which repeat from manifest to manifest) encoded once each in
+    ``strings``: a list of 10,000 small manifests has as many."""
     files = decision.files
+    if strings is not None and type(files) is list and not files:
+        got = []
+        for value in (decision.content, decision.stage, decision.reason):
+            if value is None:
+                got.append("null")
+                continue
+            text = strings.get(value)
+            if text is None:
+                text = encode_compact(value)
+                if len(strings) < 1 << 16:
+                    strings[value] = text
+            got.append(text)
+        content, stage, reason = got
+        spec_id, kept = decision.spec_id, decision.kept
+        if type(spec_id) is int and type(kept) is bool:
+            return (f'{{"path":{encode_compact(decision.path)},"content":{content},'
+                    f'"spec_id":{spec_id},"kept":{"true" if kept else "false"},'
+                    f'"stage":{stage},"reason":{reason},"files":[]}}')
     if isinstance(files, ColumnarFiles) and not files.built:
         rows = files.json_text()
         if rows is not None:
@@ -395,6 +417,7 @@ def write_plan_json(stream: PlanStream, out: IO[str]) -> None:
                     "filter": None if plan.row_filter is None else str(plan.row_filter)})
     out.write(head[:-1] + ',"tasks":[')
     spool = _Spool() if explain is not None else None
+    strings: dict[str, str] = {}  # texts of manifest decisions, encoded
     sep = ""
     done = 0  # explanations written to the spool
 
@@ -404,7 +427,7 @@ def write_plan_json(stream: PlanStream, out: IO[str]) -> None:
         parts = []
         while done < upto:
             decision = explain.manifests[done]
-            parts.append(_decision_text(decision))
+            parts.append(_decision_text(decision, strings))
             decision.files = []
             done += 1
         if parts:

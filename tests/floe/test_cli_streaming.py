@@ -163,3 +163,21 @@ def test_empty_table_plan_and_files(tmp_path: Path) -> None:
     doc = json.loads(run("plan", t.metadata_location, "--json"))
     assert doc["tasks"] == [] and doc["manifests"] == [] and doc["snapshot_id"] is None
     assert json.loads(run("files", t.metadata_location, "--json")) == []
+
+
+def test_decisions_without_files_are_written_as_the_encoder_writes_them() -> None:
+    """A manifest with no file decided is written field by field, its repeated texts encoded
+    once: the same text as the json module's, escapes and all."""
+    from floe.scan.explain import ManifestDecision, _decision_text, encode_compact
+
+    decisions = [
+        ManifestDecision('s3://b/a"b\\c\u00e9\n\x01.avro', "data", 0, False,
+                         "partition-summary", "pruned: s = 'é' \"q\"\t\u2028"),
+        ManifestDecision("m.avro", "deletes", 3, True, None, "kept"),
+        ManifestDecision("m2.avro", "data", 12, False, "manifest-content",
+                         "no added or existing files"),
+    ]
+    strings: dict[str, str] = {}
+    for d in decisions * 2:
+        assert _decision_text(d, strings) == encode_compact(d.to_json())
+    assert "partition-summary" in strings and "m.avro" not in strings  # paths not kept
