@@ -488,7 +488,7 @@ class _Planner:
 
                 stored = live if isinstance(live, StoredEntries) else None
                 decided = None
-                if stored is not None:
+                if stored is not None and len(stored) > BULK_MIN_FILES:
                     # imported here: it loads pyarrow, which `floe` commands that plan
                     # nothing do not need
                     from floe.scan.decide import DecidedFiles, decide, kept_reasons
@@ -527,6 +527,11 @@ class _Planner:
                 funnel.delete_files_matched = len(matched)
                 yield m, tasks
         funnel.delete_files_matched = len(matched)
+
+
+#: A manifest of at most this many live files is decided file by file on its entries (a
+#: manifest's decisions over the columns cost some 40 Arrow calls whatever its size).
+BULK_MIN_FILES = 32
 
 
 def _chunks(manifests: list[ManifestFile], max_entries: int | None

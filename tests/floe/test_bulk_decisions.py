@@ -296,7 +296,11 @@ def test_a_planned_table_decides_the_same_in_bulk(planned_table: str, row_filter
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """plan_files' tasks, funnel and explanation are the same whether the files are decided
     over the columns or one by one (the bulk path switched off); kept files explained one by
-    one (as many as SCALAR_KEPT) or over the columns (0)."""
+    one (as many as SCALAR_KEPT) or over the columns (0). Its manifests are small ones,
+    which a plan decides one by one (BULK_MIN_FILES): that is set to 0 here."""
+    from floe.scan import planning
+
+    monkeypatch.setattr(planning, "BULK_MIN_FILES", 0)
     if scalar_kept is not None:
         monkeypatch.setattr(bulk, "SCALAR_KEPT", scalar_kept)
     from floe.catalog.filesystem import load_table_metadata
