@@ -1085,6 +1085,71 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(decode_map_doc,
+"decode_map(raw, as_bytes) -> dict\n"
+"--\n\n"
+"An Avro map<int, long> (or map<int, bytes> when `as_bytes`), a manifest entry's statistics\n"
+"map, as floe.avro._decode_map reads it: {field id: value}, a later duplicate key winning.\n"
+"Raises Truncated or Corrupt for invalid bytes and Unsupported for a key or a value beyond\n"
+"64 bits (the caller then decodes in Python, which says what is wrong).");
+
+static PyObject *decode_map(PyObject *self, PyObject *args) {
+    Py_buffer raw;
+    int as_bytes;
+    if (!PyArg_ParseTuple(args, "y*p", &raw, &as_bytes))
+        return NULL;
+    PyObject *out = PyDict_New();
+    Decoder d;
+    memset(&d, 0, sizeof d);
+    d.p = (const uint8_t *)raw.buf;
+    d.end = d.p + raw.len;
+    if (out == NULL)
+        goto fail;
+    for (;;) {
+        Py_ssize_t count;
+        /* bounds: a count beyond the bytes left (two per entry at least) is refused */
+        if (read_count(&d, &count, 2) < 0)
+            goto fail;
+        if (count == 0)
+            break;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            int64_t k;
+            PyObject *key, *value;
+            if (read_value(&d, &k) < 0)
+                goto fail;
+            if (as_bytes) {
+                Py_ssize_t n;
+                /* bounds: the length is checked against the bytes left */
+                if (read_length(&d, &n) < 0)
+                    goto fail;
+                value = PyBytes_FromStringAndSize((const char *)d.p, n);
+                d.p += n;
+            } else {
+                int64_t v;
+                if (read_value(&d, &v) < 0)
+                    goto fail;
+                value = PyLong_FromLongLong(v);
+            }
+            if (value == NULL)
+                goto fail;
+            key = PyLong_FromLongLong(k);
+            if (key == NULL || PyDict_SetItem(out, key, value) < 0) {
+                Py_XDECREF(key);
+                Py_DECREF(value);
+                goto fail;
+            }
+            Py_DECREF(key);
+            Py_DECREF(value);
+        }
+    }
+    PyBuffer_Release(&raw);
+    return out;
+fail:
+    Py_XDECREF(out);
+    PyBuffer_Release(&raw);
+    return NULL;
+}
+
 PyDoc_STRVAR(json_escapes_doc,
 "json_escapes(data) -> 0, 1 or 2\n"
 "--\n\n"
@@ -1125,6 +1190,7 @@ static PyObject *json_escapes(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS, decode_doc},
     {"map_get", map_get, METH_VARARGS, map_get_doc},
+    {"decode_map", decode_map, METH_VARARGS, decode_map_doc},
     {"json_escapes", json_escapes, METH_VARARGS, json_escapes_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -28,8 +28,10 @@ there are bytes left, which is what bounds a count of 2^62. Deflate blocks infla
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
+import os
 import re
 import struct
 import zlib
@@ -134,6 +136,10 @@ def encode_bytes_map(m: Mapping[int, bytes]) -> bytes:
 
 def _read_bytes(buf: bytes, pos: int) -> tuple[bytes, int]:
     size, pos = read_long(buf, pos)
+    if size < 0:  # a slice would not fail, and the position would go back
+        raise AvroCorrupt("negative length")
+    if size > len(buf) - pos:
+        raise AvroTruncated()
     return buf[pos:pos + size], pos + size
 
 
@@ -146,6 +152,8 @@ def _decode_map(raw: bytes, read_value: Callable[[bytes, int], tuple[Any, int]]
         if n < 0:
             n = -n
             _, pos = read_long(raw, pos)
+        if n > len(raw) - pos:  # an entry takes a byte at least: a count of 2^62 is refused
+            raise AvroTruncated()
         for _ in range(n):
             k, pos = read_long(raw, pos)
             out[k], pos = read_value(raw, pos)
@@ -183,12 +191,33 @@ def _skip_bytes_entries(buf: bytes, pos: int, count: int) -> int:
     return pos
 
 
+def native_module() -> Any:
+    """The C extension ``floe._native``, or None when it is not built (then the Python
+    decoders are used)."""
+    try:
+        return importlib.import_module("floe._native")
+    except ImportError:
+        return None
+
+
+_NATIVE = native_module()
+
+
+def native_on() -> bool:
+    """Whether the C paths are switched on: ``FLOE_NATIVE`` is not ``0``."""
+    return os.environ.get("FLOE_NATIVE", "").strip() != "0"
+
+
 class LazyMap(Mapping[int, Any]):
     """A map of a manifest entry kept as its Avro bytes until first used; then a plain
     mapping. Most readers of a big manifest never look at most entries' maps."""
 
     __slots__ = ("_raw", "_map")
+    #: The Python decoder, the reference. The C extension's ``decode_map`` is used first
+    #: when the native path is on (a map of 10 entries: 0.5-0.8 us against 6.5-7.5); what
+    #: it refuses is decoded here, which says what is wrong.
     _decode: Callable[[bytes], dict[int, Any]]
+    _as_bytes = False
 
     def __init__(self, raw: bytes) -> None:
         self._raw = raw
@@ -197,6 +226,13 @@ class LazyMap(Mapping[int, Any]):
     def _decoded(self) -> dict[int, Any]:
         m = self._map
         if m is None:
+            ext = _NATIVE
+            if ext is not None and native_on():
+                try:
+                    m = self._map = ext.decode_map(self._raw, self._as_bytes)
+                    return m
+                except (ext.Truncated, ext.Corrupt, ext.Unsupported):
+                    pass
             try:
                 m = self._map = type(self)._decode(self._raw)
             except (AvroTruncated, AvroCorrupt, IndexError) as e:  # checked when skipped
@@ -240,6 +276,7 @@ class LazyBytesMap(LazyMap):
 
     __slots__ = ()
     _decode = staticmethod(_decode_bytes_map)
+    _as_bytes = True
 
 
 # -- decoder generation ---------------------------------------------------------------------

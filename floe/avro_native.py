@@ -15,9 +15,7 @@ programs do not reproduce exactly is declined (None) and decoded there.
 
 from __future__ import annotations
 
-import importlib
 import json
-import os
 from collections.abc import Callable
 from itertools import chain, starmap
 from types import ModuleType
@@ -31,6 +29,8 @@ from floe.avro import (
     _key_value_record,
     avro_errors,
     container_blocks,
+    native_module,
+    native_on,
 )
 from floe.manifest import (
     _DATA_FILE_FIELDS,
@@ -50,14 +50,7 @@ from floe.manifest import (
 )
 
 
-def _extension() -> ModuleType | None:
-    try:
-        return importlib.import_module("floe._native")
-    except ImportError:  # not built: the Python decoder is used
-        return None
-
-
-_native = _extension()
+_native: ModuleType | None = native_module()
 
 __all__ = ["available", "decode_manifest_list", "extension"]
 
@@ -93,7 +86,7 @@ class _Declined(Exception):
 
 def available() -> bool:
     """The native path is on: the extension is built and ``FLOE_NATIVE`` is not ``0``."""
-    return _native is not None and os.environ.get("FLOE_NATIVE", "").strip() != "0"
+    return _native is not None and native_on()
 
 
 def extension() -> ModuleType | None:

@@ -14,7 +14,7 @@ import struct
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from floe.avro import LazyIntMap, encode_bytes_map, encode_int_map, encode_long
@@ -398,3 +398,50 @@ def test_map_lookup_of_hostile_bytes(maps: list[bytes | None], data: st.DataObje
         outcome, want = _python_map_value(raw, key, as_bytes)
         assert outcome == "ok", f"C read {raw!r} that Python refuses ({want})"
         assert value == want
+
+
+@settings(derandomize=True, max_examples=3000, deadline=None)
+@given(raw=st.one_of(
+    st.dictionaries(st.integers(-2**63, 2**63 - 1), st.binary(max_size=9), max_size=6).map(
+        encode_bytes_map),
+    st.dictionaries(st.integers(-2**63, 2**63 - 1), st.integers(-2**63, 2**63 - 1),
+                    max_size=6).map(encode_int_map),
+    st.binary(max_size=24),
+    st.builds(lambda head, tail: encode_long(head) + tail,
+              st.sampled_from([2**62, -2**62, -1, 2**31, -(2**63), 2**64, -3, 3]),
+              st.binary(max_size=12)),
+), as_bytes=st.booleans())
+@example(raw=encode_long(-2) + encode_long(2**70) + encode_int_map({1: 2}), as_bytes=False)
+@example(raw=encode_long(1) + encode_long(2**64) + encode_long(1) + encode_long(0),
+         as_bytes=False)
+@example(raw=encode_int_map({1: 1, 2: 2})[:-1] + encode_long(1) + encode_long(1)
+         + encode_long(9) + encode_long(0), as_bytes=False)
+def test_whole_maps_of_hostile_bytes(raw: bytes, as_bytes: bool) -> None:
+    """A statistics map decoded whole by C (floe._native.decode_map, what a lazy map reads
+    first): any bytes give exactly the Python decoder's dict (a later duplicate key winning)
+    or one of the extension's errors, never another value; a lazy map reads what Python
+    reads, and raises MetadataError where Python refuses."""
+    from floe.avro import LazyBytesMap, LazyIntMap, _decode_bytes_map, _decode_int_map
+    from floe.errors import MetadataError
+
+    ext = native.extension()
+    assert ext is not None
+    python = _decode_bytes_map if as_bytes else _decode_int_map
+    try:
+        want: Any = python(raw)
+    except Exception as e:  # noqa: BLE001 - every way the reference refuses
+        want = type(e)
+    try:
+        got: Any = ext.decode_map(raw, as_bytes)
+    except (ext.Truncated, ext.Corrupt, ext.Unsupported):
+        got = None
+    if got is not None:
+        assert isinstance(want, dict), f"C read {raw!r} that Python refuses ({want})"
+        assert got == want and list(got) == list(want)
+        assert all(type(v) is (bytes if as_bytes else int) for v in got.values())
+    lazy = (LazyBytesMap if as_bytes else LazyIntMap)(raw)
+    if isinstance(want, dict):
+        assert dict(lazy.items()) == want
+    else:
+        with pytest.raises(MetadataError):
+            len(lazy)
