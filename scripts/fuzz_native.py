@@ -8,7 +8,9 @@ Each input is one of (its first byte chooses):
 - the records of a manifest-list block with the program of a v2 manifest list's schema,
   and then the whole list decoded both ways: the extension must refuse it
   (MetadataError), decline it, or answer exactly what the Python decoder answers;
-- a statistics map column read by ``map_get`` (int or bytes values);
+- a statistics map column read by ``map_get`` (int or bytes values), and the same bytes
+  decoded whole by ``decode_map``, which must refuse them or answer exactly what the Python
+  decoder answers;
 - a byte string scanned by ``json_escapes``, checked against a plain Python scan.
 
 The seeds are the real blocks; libFuzzer mutates them. A crash, a sanitizer report, an
@@ -36,7 +38,14 @@ sys.modules["floe._native"] = _ext
 _spec.loader.exec_module(_ext)
 
 from floe import avro_native  # noqa: E402
-from floe.avro import container_blocks, encode_long, read_header, read_long  # noqa: E402
+from floe.avro import (  # noqa: E402
+    _decode_bytes_map,
+    _decode_int_map,
+    container_blocks,
+    encode_long,
+    read_header,
+    read_long,
+)
 from floe.errors import MetadataError  # noqa: E402
 
 assert avro_native.extension() is _ext
@@ -135,6 +144,12 @@ def test_one_input(data: bytes) -> None:
             _ext.map_get(offsets, rest, None, 0, 1, 3, target == 3)
         except REFUSED:
             pass
+        try:  # the whole map: exactly what the Python decoder reads, or refused
+            got = _ext.decode_map(rest, target == 3)
+        except REFUSED:
+            return
+        want = (_decode_bytes_map if target == 3 else _decode_int_map)(rest)
+        assert got == want and list(got) == list(want), (got, want)
     else:
         want = 2 if any(b < 0x20 for b in rest) else 1 if any(b in b'"\\' for b in rest) else 0
         assert _ext.json_escapes(rest) == want

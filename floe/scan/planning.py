@@ -529,8 +529,9 @@ class _Planner:
         funnel.delete_files_matched = len(matched)
 
 
-#: A manifest of at most this many live files is decided file by file on its entries (a
-#: manifest's decisions over the columns cost some 40 Arrow calls whatever its size).
+#: A manifest of at most this many live files is decided file by file on its entries:
+#: deciding and explaining a manifest over its columns takes Arrow calls whose number does
+#: not depend on its size, which cost more than the scalar evaluators on a few files.
 BULK_MIN_FILES = 32
 
 
