@@ -347,6 +347,13 @@ class StoredEntries(LazyList[ManifestEntry]):
 
         return _entries(pc.take(table, rows), self._n_parts)
 
+    def fresh(self) -> list[ManifestEntry]:
+        """Every entry, built without being kept: the columns stay what a cache holds (a
+        scalar evaluator decodes the statistics maps of the entries it reads, which would
+        stay decoded in built entries)."""
+        table = self.source
+        return list(self.items()) if table is None else _entries(table, self._n_parts)
+
     def data_file_column(self, name: str) -> list[Any]:
         """One field of every entry's data file (``file_path``, ``record_count``...) or of the
         entry (``sequence_number``...), without building the entries."""

@@ -506,7 +506,7 @@ class _Planner:
                         mdec.files = DecidedFiles(stored, decided, spec_filter,
                                                   [d for d in explained if d is not None])
                 else:
-                    for e in live:
+                    for e in live if stored is None else stored.fresh():
                         df = e.data_file
                         ok, reason = spec_filter.partition(df)
                         stage = "partition"

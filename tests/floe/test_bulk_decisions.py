@@ -445,3 +445,32 @@ def test_whole_maps_of_hostile_bytes(raw: bytes, as_bytes: bool) -> None:
     else:
         with pytest.raises(MetadataError):
             len(lazy)
+
+
+def test_small_manifests_are_decided_one_by_one_and_stay_columnar(planned_table: str,
+                                                                   monkeypatch: pytest.MonkeyPatch
+                                                                   ) -> None:
+    """Manifests of at most BULK_MIN_FILES files are decided by the scalar evaluators, on
+    entries built for the purpose: the cached manifests stay Arrow columns (no entry with
+    its statistics maps decoded is kept), and the plan is the one decided in bulk."""
+    from floe.catalog.filesystem import load_table_metadata
+    from floe.io import FileIO
+    from floe.manifest import read_manifest_list
+    from floe.scan import ManifestCache, plan_files
+    from floe.scan import planning
+    from floe.scan.manifest_store import StoredEntries
+
+    io = FileIO()
+    md = load_table_metadata(io, planned_table)[1]
+    used = []
+    decide = bulk.decide
+    monkeypatch.setattr(bulk, "decide", lambda *a: used.append(1) or decide(*a))
+    cache = ManifestCache()
+    one_by_one = plan_files(io, md, row_filter="id < 35", explain=True, cache=cache)
+    assert used == []
+    manifests = read_manifest_list(io, md.current_snapshot().manifest_list)
+    cached = [cache.get(m.manifest_path) for m in manifests]
+    assert cached and all(isinstance(c, StoredEntries) and not c.built for c in cached)
+    monkeypatch.setattr(planning, "BULK_MIN_FILES", 0)
+    in_bulk = plan_files(io, md, row_filter="id < 35", explain=True, cache=ManifestCache())
+    assert used and in_bulk.to_json() == one_by_one.to_json()
