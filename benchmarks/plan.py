@@ -80,13 +80,70 @@ def _file_ts(n: int, total: int) -> int:
     return _file_day(n, total) * MICROS_PER_DAY + (n % 86_400) * 1_000_000
 
 
+def _partition(n: int, total: int) -> tuple[int, int]:
+    from floe.transforms import bucket_hash
+    from floe.types import LONG
+
+    return _file_day(n, total), (bucket_hash(LONG, n * 1000) & 0x7FFFFFFF) % 16
+
+
+def _data_path(n: int, total: int) -> str:
+    day, bucket = _partition(n, total)
+    return (f"s3://bucket/warehouse/db/t/data/ts_day={dt.date.fromordinal(719163 + day)}"
+            f"/id_bucket={bucket}/{n:08d}-0-3f1c2d4e-00001.parquet")
+
+
+def _write_delete_manifest(args: tuple[str, int, int, int, int]) -> dict[str, Any]:
+    """One delete manifest: a position delete file for each ``every``-th data file of
+    [first, first + count), scoped to that file as Iceberg Java 1.10 writes them on a v2
+    table (``write.delete.granularity=file``: its ``file_path`` bounds both name the data
+    file), committed after the data (data sequence number 2)."""
+    from floe.conversions import to_bytes
+    from floe.io import FileIO
+    from floe.manifest import DataFile, FileContent, FileFormat, ManifestContent, \
+        ManifestWriter
+    from floe.partitioning import parse_partition_by
+    from floe.scan.delete_index import FILE_PATH_FIELD_ID, POS_FIELD_ID
+    from floe.types import LONG, STRING
+
+    path, first, count, total, every = args
+    schema = _schema()
+    spec = parse_partition_by("day(ts), bucket(16, id)", schema)
+    w = ManifestWriter(FileIO(), path, spec, schema, 2, snapshot_id=SNAPSHOT_ID + 1,
+                       content=ManifestContent.DELETES)
+    added = 0
+    for n in range(first, first + count):
+        if n % every:
+            continue
+        target = _data_path(n, total)
+        rows = 1 + n % 50
+        w.add(DataFile(
+            content=FileContent.POSITION_DELETES,
+            file_path=target.replace("-00001.parquet", "-00001-deletes.parquet"),
+            file_format=FileFormat.PARQUET,
+            partition=_partition(n, total),
+            record_count=rows,
+            file_size_in_bytes=1_500 + rows * 8,
+            column_sizes={FILE_PATH_FIELD_ID: 120, POS_FIELD_ID: 8 * rows},
+            value_counts={FILE_PATH_FIELD_ID: rows, POS_FIELD_ID: rows},
+            null_value_counts={FILE_PATH_FIELD_ID: 0, POS_FIELD_ID: 0},
+            lower_bounds={FILE_PATH_FIELD_ID: to_bytes(STRING, target),
+                          POS_FIELD_ID: to_bytes(LONG, n % 1000)},
+            upper_bounds={FILE_PATH_FIELD_ID: to_bytes(STRING, target),
+                          POS_FIELD_ID: to_bytes(LONG, n % 1000 + 10 * rows)},
+        ))
+        added += 1
+    m = w.close()
+    return {"path": path, "length": m.manifest_length, "added": added,
+            "rows": m.added_rows_count, "partitions": m.partitions}
+
+
 def _write_manifest(args: tuple[str, int, int, int]) -> dict[str, Any]:
     """One manifest of files [first, first + count) of a table of ``total`` files."""
     from floe.conversions import to_bytes
     from floe.io import FileIO
     from floe.manifest import DataFile, FileContent, FileFormat, ManifestWriter
     from floe.partitioning import parse_partition_by
-    from floe.transforms import bucket_hash
     from floe.types import LONG, STRING, TIMESTAMP
 
     path, first, count, total = args
@@ -107,14 +164,11 @@ def _write_manifest(args: tuple[str, int, int, int]) -> dict[str, Any]:
             else:
                 lower[i] = to_bytes(STRING, f"a{(n * i) % 9973:05d}")
                 upper[i] = to_bytes(STRING, f"z{(n * i) % 9973:05d}")
-        day = _file_day(n, total)
         w.add(DataFile(
             content=FileContent.DATA,
-            file_path=f"s3://bucket/warehouse/db/t/data/ts_day={dt.date.fromordinal(719163 + day)}"
-                      f"/id_bucket={(bucket_hash(LONG, lo_id) & 0x7FFFFFFF) % 16}"
-                      f"/{n:08d}-0-3f1c2d4e-00001.parquet",
+            file_path=_data_path(n, total),
             file_format=FileFormat.PARQUET,
-            partition=(day, (bucket_hash(LONG, lo_id) & 0x7FFFFFFF) % 16),
+            partition=_partition(n, total),
             record_count=100_000 + n % 1000,
             file_size_in_bytes=8_000_000 + n % 100_000,
             column_sizes={i: 200_000 + i * n % 977 for i in ids},
@@ -130,15 +184,17 @@ def _write_manifest(args: tuple[str, int, int, int]) -> dict[str, Any]:
             "partitions": m.partitions}
 
 
-def ensure_table(root: Path, total: int, per_manifest: int) -> Path:
-    """The table of ``total`` files under ``root`` (generated on first use)."""
-    location = root / f"plan-{total}-{per_manifest}"
+def ensure_table(root: Path, total: int, per_manifest: int, deletes: int = 0) -> Path:
+    """The table of ``total`` files under ``root`` (generated on first use). With
+    ``deletes``, every ``deletes``-th data file has a position delete file, committed by a
+    second snapshot in delete manifests of ``per_manifest`` data files' range each."""
+    location = root / (f"plan-{total}-{per_manifest}" + (f"-d{deletes}" if deletes else ""))
     hint = location / "metadata" / "version-hint.text"
     if hint.exists():
         return location
     from floe.catalog.filesystem import load_table_metadata
     from floe.io import FileIO
-    from floe.manifest import ManifestFile, ManifestListWriter
+    from floe.manifest import ManifestContent, ManifestFile, ManifestListWriter
     from floe.metadata import serialize_metadata
     from floe.partitioning import parse_partition_by
     from floe.snapshots import Snapshot, SnapshotLogEntry, SnapshotRef
@@ -166,12 +222,38 @@ def ensure_table(root: Path, total: int, per_manifest: int) -> Path:
     ManifestListWriter(io, mlist, 2, SNAPSHOT_ID, None, sequence_number=1) \
         .add_manifests(manifests).close()
     _, md = load_table_metadata(io, str(location))
-    snap = Snapshot(SNAPSHOT_ID, None, 1, TS_MS, mlist,
-                    {"operation": "append", "added-data-files": str(total)}, md.current_schema_id)
+    snaps = [Snapshot(SNAPSHOT_ID, None, 1, TS_MS, mlist,
+                      {"operation": "append", "added-data-files": str(total)},
+                      md.current_schema_id)]
+    if deletes:
+        jobs = [(str(location / "metadata" / f"d{k:05d}.avro"), first,
+                 min(per_manifest, total - first), total, deletes)
+                for k, first in enumerate(range(0, total, per_manifest))]
+        with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            written = [w for w in pool.map(_write_delete_manifest, jobs, chunksize=4)
+                       if w["added"]]
+        sid = SNAPSHOT_ID + 1
+        manifests += [ManifestFile(w["path"], w["length"], 0, content=ManifestContent.DELETES,
+                                   sequence_number=2, min_sequence_number=2,
+                                   added_snapshot_id=sid, added_files_count=w["added"],
+                                   existing_files_count=0, deleted_files_count=0,
+                                   added_rows_count=w["rows"], existing_rows_count=0,
+                                   deleted_rows_count=0, partitions=w["partitions"])
+                      for w in written]
+        mlist = str(location / "metadata" / f"snap-{sid}-1.avro")
+        ManifestListWriter(io, mlist, 2, sid, SNAPSHOT_ID, sequence_number=2) \
+            .add_manifests(manifests).close()
+        added = sum(w["added"] for w in written)
+        snaps.append(Snapshot(sid, SNAPSHOT_ID, 2, TS_MS + 1000, mlist,
+                              {"operation": "delete", "added-delete-files": str(added),
+                               "added-position-delete-files": str(added)},
+                              md.current_schema_id))
+    last = snaps[-1].snapshot_id
     md = dataclasses.replace(
-        md, snapshots=(snap,), current_snapshot_id=SNAPSHOT_ID, last_sequence_number=1,
-        snapshot_log=(SnapshotLogEntry(TS_MS, SNAPSHOT_ID),),
-        refs={"main": SnapshotRef(SNAPSHOT_ID)}, last_updated_ms=TS_MS)
+        md, snapshots=tuple(snaps), current_snapshot_id=last,
+        last_sequence_number=snaps[-1].sequence_number,
+        snapshot_log=tuple(SnapshotLogEntry(s.timestamp_ms, s.snapshot_id) for s in snaps),
+        refs={"main": SnapshotRef(last)}, last_updated_ms=snaps[-1].timestamp_ms)
     version = max(int(p.name[1:].split(".")[0]) for p in (location / "metadata").glob(
         "v*.metadata.json")) + 1
     (location / "metadata" / f"v{version}.metadata.json").write_bytes(serialize_metadata(md))
@@ -409,7 +491,7 @@ def s3_main(args: argparse.Namespace) -> None:
 
             rows = []
             for total in (int(x) for x in args.files.split(",")):
-                location = ensure_table(root, total, args.per_manifest)
+                location = ensure_table(root, total, args.per_manifest, args.deletes)
                 target = f"s3://{server.bucket}/{location.name}"
                 upload_table(location, io, target)
                 plan = [sys.executable, "-m", "floe.cli", "plan"]
@@ -452,6 +534,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", default="100000,1000000")
     ap.add_argument("--per-manifest", type=int, default=5000)
+    ap.add_argument("--deletes", type=int, default=0,
+                    help="a position delete file for every N-th data file (0: none)")
     ap.add_argument("--dir", default=str(HERE / ".cache"))
     ap.add_argument("--no-pyiceberg", action="store_true")
     ap.add_argument("--child", nargs="+")
@@ -479,7 +563,7 @@ def main() -> None:
     rows = []
     whole = []
     for total in (int(x) for x in args.files.split(",")):
-        location = ensure_table(root, total, args.per_manifest)
+        location = ensure_table(root, total, args.per_manifest, args.deletes)
         for kind, name, res in _processes(location, total, not args.no_pyiceberg):
             whole.append((total, kind, name, res))
             print(f"  {total:>9,} {kind:<5} {name:<17} {res}", file=sys.stderr)
