@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow.compute as pc
 
-from floe import conversions
 from floe.errors import InvalidArgument, ValidationError
 from floe.inspect import partition_json
 from floe.io import FileIO
@@ -46,14 +45,13 @@ from floe.properties import (
     TARGET_FILE_SIZE_DEFAULT,
     int_property,
 )
-from floe.scan.delete_index import FILE_PATH_FIELD_ID, DeleteFile
+from floe.scan.delete_index import DeleteFile, referenced_data_file
 from floe.scan.manifests import DEFAULT_CACHE, read_live_entries
 from floe.scan.filters import ScanFilter
 from floe.scan.planning import FileScanTask, plan_files
 from floe.snapshots import MAIN_BRANCH, Snapshot
 from floe.sorting import SortOrder, parse_sort_by
 from floe.table.snapshot_producer import branch_head
-from floe.types import StringType
 
 if TYPE_CHECKING:
     from floe.table.table import Table
@@ -130,7 +128,6 @@ _DELETE_RATIO_THRESHOLD_DEFAULT = 0.3
 _PARTIAL_PROGRESS_MAX_COMMITS_DEFAULT = 10
 _MAX_CONCURRENT_FILE_GROUP_REWRITES_DEFAULT = 5
 _SPLIT_OVERHEAD = 5 * 1024
-_STRING = StringType()
 T = TypeVar("T")
 
 
@@ -345,23 +342,6 @@ def parse_options(md: TableMetadata, options: Mapping[str, str] | None, *,
 
 
 # -- delete files --------------------------------------------------------------------------------
-
-
-def referenced_data_file(df: DataFile) -> str | None:
-    """The one data file a position delete file (or deletion vector) can apply to, when its
-    metadata tells: ``referenced_data_file``, else equal ``file_path`` bounds (Java
-    ``ContentFileUtil.referencedDataFile``). None for equality deletes and for position
-    delete files that may reference several data files."""
-    if df.content != FileContent.POSITION_DELETES:
-        return None
-    if df.referenced_data_file is not None:
-        return df.referenced_data_file
-    lower = (df.lower_bounds or {}).get(FILE_PATH_FIELD_ID)
-    upper = (df.upper_bounds or {}).get(FILE_PATH_FIELD_ID)
-    if lower is None or upper is None or lower != upper:
-        return None
-    value = conversions.from_bytes(_STRING, lower)
-    return value if isinstance(value, str) else None
 
 
 def referenced_data_files(io: FileIO, md: TableMetadata, d: DeleteFile) -> frozenset[str]:

@@ -5,7 +5,10 @@ The rules, as the spec states them:
 - A *position* delete file applies to a data file when the data file's data sequence number
   is less than or equal to the delete file's, and both are in the same partition (same spec
   id and equal partition values). A position delete that names a ``referenced_data_file``
-  (always the case for v3 deletion vectors) applies to that file only.
+  (always the case for v3 deletion vectors), or whose ``file_path`` lower and upper bounds
+  are the same path (Java's file-scoped deletes on v2), applies to that file only: it is
+  looked up by path, as Java's ``DeleteFileIndex`` does, not compared with every data file
+  of its partition.
 - An *equality* delete file applies when the data file's data sequence number is strictly
   less than the delete file's, and the delete file is in the same partition or its spec is
   unpartitioned (a "global" equality delete).
@@ -34,7 +37,7 @@ from floe.schema import Schema
 from floe.types import LONG, STRING, NestedField, PrimitiveType, StringType
 
 __all__ = ["DeleteFile", "DeleteFileIndex", "DeleteMatch", "FILE_PATH_FIELD_ID", "POS_FIELD_ID",
-           "POSITION_DELETE_SCHEMA"]
+           "POSITION_DELETE_SCHEMA", "referenced_data_file"]
 
 #: Reserved field ids of position delete files (spec "Position Delete Files").
 FILE_PATH_FIELD_ID = 2147483546
@@ -130,8 +133,9 @@ class DeleteFileIndex:
             raise ValidationError(f"delete file {df.file_path} has no data sequence number")
         f = DeleteFile(df, seq, spec_id)
         if df.content == FileContent.POSITION_DELETES:
-            if df.referenced_data_file is not None:
-                self._pos_by_path.setdefault(df.referenced_data_file, _Bucket()).add(f)
+            target = referenced_data_file(df)
+            if target is not None:
+                self._pos_by_path.setdefault(target, _Bucket()).add(f)
             else:
                 self._pos.setdefault((spec_id, tuple(df.partition)), _Bucket()).add(f)
         elif df.content == FileContent.EQUALITY_DELETES:
@@ -169,7 +173,8 @@ class DeleteFileIndex:
         """Every delete file that could be considered for a data file, and the verdict."""
         out: list[DeleteMatch] = []
         key = (spec_id, tuple(data_file.partition))
-        for b in (self._pos.get(key), self._pos_by_path.get(data_file.file_path)):
+        for b, scope in ((self._pos.get(key), "same partition"),
+                         (self._pos_by_path.get(data_file.file_path), "names this data file")):
             for d in (b.files if b else []):
                 if d.sequence_number < sequence_number:
                     out.append(_match(d, False, f"delete sequence number {d.sequence_number} "
@@ -178,7 +183,7 @@ class DeleteFileIndex:
                     out.append(_match(d, False, "data file path outside the delete file's "
                                       "file_path bounds"))
                 else:
-                    out.append(_match(d, True, f"same partition, delete sequence number "
+                    out.append(_match(d, True, f"{scope}, delete sequence number "
                                       f"{d.sequence_number} >= {sequence_number}"))
         for b, scope in ((self._eq.get(key), "same partition"), (self._global_eq, "global")):
             for d in (b.files if b else []):
@@ -199,6 +204,25 @@ def _match(d: DeleteFile, applied: bool, reason: str) -> DeleteMatch:
     content = "position_deletes" if d.content == FileContent.POSITION_DELETES \
         else "equality_deletes"
     return DeleteMatch(d.path, content, d.sequence_number, applied, reason)
+
+
+def referenced_data_file(delete: DataFile) -> str | None:
+    """The one data file a position delete file (or deletion vector) applies to, or None
+    when it may apply to several, and for equality deletes (Java's
+    ``ContentFileUtil.referencedDataFile``): its ``referenced_data_file``, or the path its
+    ``file_path`` bounds both name (what Java writes for file-scoped deletes on v2 tables,
+    ``write.delete.granularity=file``)."""
+    if delete.content != FileContent.POSITION_DELETES:
+        return None
+    if delete.referenced_data_file is not None:
+        return delete.referenced_data_file
+    lower = (delete.lower_bounds or {}).get(FILE_PATH_FIELD_ID)
+    if lower is None or lower != (delete.upper_bounds or {}).get(FILE_PATH_FIELD_ID):
+        return None
+    try:
+        return bytes(lower).decode()
+    except UnicodeDecodeError:  # not a path: kept with its partition, where bounds compare
+        return None
 
 
 def _path_in_bounds(delete: DataFile, path: str) -> bool:

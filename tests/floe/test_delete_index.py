@@ -12,7 +12,7 @@ import pytest
 
 from floe.conversions import to_bytes
 from floe.manifest import DataFile, FileContent, ManifestEntry, ManifestEntryStatus
-from floe.scan.delete_index import FILE_PATH_FIELD_ID, DeleteFileIndex
+from floe.scan.delete_index import FILE_PATH_FIELD_ID, DeleteFileIndex, referenced_data_file
 from floe.schema import Schema
 from floe.types import LONG, STRING, NestedField
 
@@ -97,6 +97,38 @@ def test_referenced_data_file_limits_a_position_delete() -> None:
                  referenced_data_file=DATA.file_path)
     index = _index((other, 6), (mine, 6))
     assert [d.path for d in index.for_data_file(DATA, 5, PARTITIONED)] == ["d2"]
+
+
+def test_equal_file_path_bounds_scope_a_position_delete_to_that_file() -> None:
+    """Java's file-scoped deletes on v2 (``write.delete.granularity=file``) name their one
+    data file by equal ``file_path`` bounds: looked up by path (Java's DeleteFileIndex), a
+    delete is never compared with, nor listed for, the other files of its partition."""
+    def scoped(name: str, target: str) -> DataFile:
+        return _file(FileContent.POSITION_DELETES, name, ("a",), PARTITIONED,
+                     lower_bounds={FILE_PATH_FIELD_ID: target.encode()},
+                     upper_bounds={FILE_PATH_FIELD_ID: target.encode()})
+
+    other_path = "s3://b/data/other.parquet"
+    other = _file(FileContent.DATA, other_path, ("a",), PARTITIONED)
+    index = _index((scoped("d-mine", DATA.file_path), 6), (scoped("d-other", other_path), 6),
+                   (scoped("d-old", DATA.file_path), 4))
+    assert [d.path for d in index.for_data_file(DATA, 5, PARTITIONED)] == ["d-mine"]
+    assert [d.path for d in index.for_data_file(other, 5, PARTITIONED)] == ["d-other"]
+    assert [(m.delete_path, m.applied, m.reason)
+            for m in index.explain_for(DATA, 5, PARTITIONED)] == [
+        ("d-old", False, "delete sequence number 4 < data sequence number 5"),
+        ("d-mine", True, "names this data file, delete sequence number 6 >= 5")]
+    assert referenced_data_file(scoped("d", DATA.file_path)) == DATA.file_path
+    # bounds of several files, or not a path at all: kept with the partition
+    wide = _file(FileContent.POSITION_DELETES, "d", ("a",), PARTITIONED,
+                 lower_bounds={FILE_PATH_FIELD_ID: b"s3://b/data/a"},
+                 upper_bounds={FILE_PATH_FIELD_ID: b"s3://b/data/z"})
+    assert referenced_data_file(wide) is None
+    assert referenced_data_file(_file(
+        FileContent.POSITION_DELETES, "d", ("a",), PARTITIONED,
+        lower_bounds={FILE_PATH_FIELD_ID: b"\xff"},
+        upper_bounds={FILE_PATH_FIELD_ID: b"\xff"})) is None
+    assert [d.path for d in _index((wide, 6)).for_data_file(DATA, 5, PARTITIONED)] == ["d"]
 
 
 @pytest.mark.parametrize(("lower", "upper", "applies"), [
