@@ -95,8 +95,8 @@ def _data_path(n: int, total: int) -> str:
 
 def _write_delete_manifest(args: tuple[str, int, int, int, int]) -> dict[str, Any]:
     """One delete manifest: a position delete file for each ``every``-th data file of
-    [first, first + count), scoped to that file as Iceberg Java 1.10 writes them on a v2
-    table (``write.delete.granularity=file``: its ``file_path`` bounds both name the data
+    [first, first + count), scoped to that file as Iceberg Java writes them on a v2 table
+    with ``write.delete.granularity=file`` (its ``file_path`` bounds both name the data
     file), committed after the data (data sequence number 2)."""
     from floe.conversions import to_bytes
     from floe.io import FileIO

@@ -26,7 +26,7 @@ sequence number so a data file's candidates are found by bisection.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,6 +147,31 @@ class DeleteFileIndex:
             raise ValidationError(f"{df.file_path} is a data file in a delete manifest")
         self._count += 1
 
+    @property
+    def by_path_only(self) -> bool:
+        """Whether every delete file indexed names its one data file (:func:`referenced_data_file`):
+        a data file's deletes then depend on its path and sequence number alone
+        (:meth:`path_rows`, :meth:`for_path`), not on its partition or statistics."""
+        return not (self._pos or self._eq or self._global_eq.files)
+
+    def path_rows(self, paths: Sequence[str]) -> list[int]:
+        """The positions in ``paths`` of the data files some delete file names."""
+        by_path = self._pos_by_path
+        return [i for i, p in enumerate(paths) if p in by_path] if by_path else []
+
+    def for_path(self, path: str, sequence_number: int) -> list[DeleteFile]:
+        """The delete files naming the data file ``path`` that apply to it: what
+        :meth:`for_data_file` gives when :attr:`by_path_only`."""
+        bucket = self._pos_by_path.get(path)
+        return [] if bucket is None else bucket.at_or_after(sequence_number)
+
+    def explain_path(self, path: str, sequence_number: int) -> list[DeleteMatch]:
+        """:meth:`explain_for` of the data file ``path`` when :attr:`by_path_only`."""
+        out: list[DeleteMatch] = []
+        _explain_position(out, self._pos_by_path.get(path), "names this data file", path,
+                          sequence_number)
+        return out
+
     def for_data_file(self, data_file: DataFile, sequence_number: int, spec_id: int
                       ) -> list[DeleteFile]:
         """The delete files that apply to one data file."""
@@ -173,18 +198,10 @@ class DeleteFileIndex:
         """Every delete file that could be considered for a data file, and the verdict."""
         out: list[DeleteMatch] = []
         key = (spec_id, tuple(data_file.partition))
-        for b, scope in ((self._pos.get(key), "same partition"),
-                         (self._pos_by_path.get(data_file.file_path), "names this data file")):
-            for d in (b.files if b else []):
-                if d.sequence_number < sequence_number:
-                    out.append(_match(d, False, f"delete sequence number {d.sequence_number} "
-                                      f"< data sequence number {sequence_number}"))
-                elif not _path_in_bounds(d.data_file, data_file.file_path):
-                    out.append(_match(d, False, "data file path outside the delete file's "
-                                      "file_path bounds"))
-                else:
-                    out.append(_match(d, True, f"{scope}, delete sequence number "
-                                      f"{d.sequence_number} >= {sequence_number}"))
+        path = data_file.file_path
+        _explain_position(out, self._pos.get(key), "same partition", path, sequence_number)
+        _explain_position(out, self._pos_by_path.get(path), "names this data file", path,
+                          sequence_number)
         for b, scope in ((self._eq.get(key), "same partition"), (self._global_eq, "global")):
             for d in (b.files if b else []):
                 if d.sequence_number <= sequence_number:
@@ -198,6 +215,21 @@ class DeleteFileIndex:
                     out.append(_match(d, True, f"{scope}, delete sequence number "
                                       f"{d.sequence_number} > {sequence_number}"))
         return out
+
+
+def _explain_position(out: list[DeleteMatch], bucket: _Bucket | None, scope: str, path: str,
+                      sequence_number: int) -> None:
+    """The verdict on each position delete file of ``bucket`` for the data file ``path``."""
+    for d in (bucket.files if bucket else []):
+        if d.sequence_number < sequence_number:
+            out.append(_match(d, False, f"delete sequence number {d.sequence_number} "
+                              f"< data sequence number {sequence_number}"))
+        elif not _path_in_bounds(d.data_file, path):
+            out.append(_match(d, False, "data file path outside the delete file's "
+                              "file_path bounds"))
+        else:
+            out.append(_match(d, True, f"{scope}, delete sequence number "
+                              f"{d.sequence_number} >= {sequence_number}"))
 
 
 def _match(d: DeleteFile, applied: bool, reason: str) -> DeleteMatch:

@@ -69,13 +69,33 @@ class FileDecision:
         out: dict[str, Any] = {"path": self.path, "content": self.content, "kept": self.kept,
                                "stage": self.stage, "reason": self.reason}
         if self.content == "data" and self.kept:
-            out["delete_files"] = [
-                {"path": d.delete_path, "content": d.content,
-                 "sequence_number": d.sequence_number, "applied": d.applied,
-                 "reason": d.reason}
-                for d in self.delete_files
-            ]
+            out["delete_files"] = _matches_json(self.delete_files)
         return out
+
+
+def _matches_json(matches: Sequence[DeleteMatch]) -> list[dict[str, Any]]:
+    return [{"path": d.delete_path, "content": d.content, "sequence_number": d.sequence_number,
+             "applied": d.applied, "reason": d.reason} for d in matches]
+
+
+class JsonTexts:
+    """A column of :func:`_json_rows` already written as JSON, one text per row."""
+
+    __slots__ = ("texts",)
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+
+
+def _json_lists(n: int, lists: dict[int, list[Any]]) -> JsonTexts | list[Any]:
+    """A column of ``n`` lists, empty but at the positions ``lists`` gives: the constant
+    ``[]`` when they are all empty."""
+    if not lists:
+        return []
+    texts = ["[]"] * n
+    for i, got in lists.items():
+        texts[i] = encode_compact(got)
+    return JsonTexts(texts)
 
 
 class ColumnarFiles(LazyList[FileDecision]):
@@ -91,33 +111,45 @@ class ColumnarFiles(LazyList[FileDecision]):
 
 
 class KeptFiles(ColumnarFiles):
-    """The decisions on the files of a manifest a plan keeps whole with no deletes
-    (:class:`~floe.scan.planning.TaskBlock`): every file kept for the same reason. Built as
+    """The decisions on the files of a manifest a plan keeps whole
+    (:class:`~floe.scan.planning.TaskBlock`): every file kept for the same reason, with the
+    verdicts on the delete files that name it (``deletes``, by the file's position; deletes
+    that name their data file are the only ones a kept-whole manifest can have). Built as
     :class:`FileDecision` objects on first read; :meth:`to_json` reads the paths alone."""
 
-    __slots__ = ("block", "reason")
+    __slots__ = ("block", "reason", "deletes")
 
-    def __init__(self, block: TaskBlock, reason: str) -> None:
+    def __init__(self, block: TaskBlock, reason: str,
+                 deletes: dict[int, list[DeleteMatch]] | None = None) -> None:
         super().__init__(block, len(block))
         self.block = block
         self.reason = reason
+        self.deletes = deletes or {}
 
     def _build(self, source: TaskBlock) -> list[FileDecision]:
-        return [FileDecision(p, "data", True, None, self.reason)
-                for p in source.column("file_path")]
+        got = [FileDecision(p, "data", True, None, self.reason)
+               for p in source.column("file_path")]
+        for i, matches in self.deletes.items():
+            got[i].delete_files = matches
+        return got
 
     def to_json(self) -> list[dict[str, Any]]:
         """What ``[f.to_json() for f in self]`` gives."""
         reason = self.reason
-        return [{"path": p, "content": "data", "kept": True, "stage": None, "reason": reason,
-                 "delete_files": []} for p in self.block.column("file_path")]
+        out = [{"path": p, "content": "data", "kept": True, "stage": None, "reason": reason,
+                "delete_files": []} for p in self.block.column("file_path")]
+        for i, matches in self.deletes.items():
+            out[i]["delete_files"] = _matches_json(matches)
+        return out
 
     def json_text(self) -> str | None:
         if self.block.built:
             return None
         return _json_rows([("path", self.block.arrow_column("file_path")),
                            ("content", "data"), ("kept", True), ("stage", None),
-                           ("reason", self.reason), ("delete_files", [])])
+                           ("reason", self.reason),
+                           ("delete_files", _json_lists(len(self.block), {
+                               i: _matches_json(m) for i, m in self.deletes.items()}))])
 
     def __repr__(self) -> str:
         return f"KeptFiles({len(self)} files: {self.reason})"
@@ -207,10 +239,13 @@ def tasks_json(tasks: Sequence[FileScanTask]) -> list[dict[str, Any]]:
         shown: dict[int, tuple[Any, str]] = {}
         return [task_json(t, shown) for t in tasks]
     spec_id = tasks.spec_id
-    return [{"file_path": p, "spec_id": spec_id, "sequence_number": s, "record_count": r,
-             "residual": None, "delete_files": []}
-            for p, s, r in zip(tasks.column("file_path"), tasks.column("sequence_number"),
-                               tasks.column("record_count"), strict=True)]
+    out = [{"file_path": p, "spec_id": spec_id, "sequence_number": s, "record_count": r,
+            "residual": None, "delete_files": []}
+           for p, s, r in zip(tasks.column("file_path"), tasks.column("sequence_number"),
+                              tasks.column("record_count"), strict=True)]
+    for i, got in tasks.deletes.items():
+        out[i]["delete_files"] = [d.path for d in got]
+    return out
 
 
 def _tasks_text(tasks: Sequence[FileScanTask]) -> str:
@@ -223,7 +258,9 @@ def _tasks_text(tasks: Sequence[FileScanTask]) -> str:
                           ("spec_id", tasks.spec_id),
                           ("sequence_number", tasks.arrow_column("sequence_number")),
                           ("record_count", tasks.arrow_column("record_count")),
-                          ("residual", None), ("delete_files", [])])
+                          ("residual", None),
+                          ("delete_files", _json_lists(len(tasks), {
+                              i: [d.path for d in got] for i, got in tasks.deletes.items()}))])
         if got is not None:
             return got
     return encode_compact(tasks_json(tasks))[1:-1]
@@ -313,7 +350,8 @@ def _json_values(column: pa.Array) -> pa.Array | None:
 def _json_rows(fields: Sequence[tuple[str, Any]]) -> str | None:
     """The JSON objects of the rows of some Arrow columns, comma-separated: what
     ``encode_compact`` writes for a list of dicts with these keys, in this order, without the
-    brackets. A field's value is an Arrow array (one value per row) or a constant. None when
+    brackets. A field's value is an Arrow array (one value per row), :class:`JsonTexts` or a
+    constant. None when
     a column cannot be written by Arrow (:func:`_json_values`)."""
     rows = json_row_texts(fields)
     return None if rows is None else joined_texts(rows)
@@ -339,8 +377,9 @@ def json_row_texts(fields: Sequence[tuple[str, Any]]) -> pa.Array | None:
     text = "{"
     for i, (key, value) in enumerate(fields):
         text += ("," if i else "") + encode_compact(key) + ":"
-        if isinstance(value, pa.Array):
-            column = _json_values(value)
+        if isinstance(value, (pa.Array, JsonTexts)):
+            column = _json_values(value) if isinstance(value, pa.Array) \
+                else pa.array(value.texts, pa.string())
             if column is None:
                 return None
             pieces += [text, column]

@@ -32,7 +32,7 @@ from floe.manifest import (
     read_manifest_list,
 )
 from floe.metadata import TableMetadata
-from floe.scan.delete_index import DeleteFile, DeleteFileIndex
+from floe.scan.delete_index import DeleteFile, DeleteFileIndex, DeleteMatch
 from floe.scan.explain import FileDecision, Funnel, KeptFiles, ManifestDecision, PlanExplain
 from floe.scan.filters import ScanFilter
 from floe.scan.manifest_store import StoredEntries
@@ -68,20 +68,28 @@ class FileScanTask(NamedTuple):
 
 class TaskBlock(LazyList[FileScanTask]):
     """Every live file of one manifest as a scan task: what a plan keeps when it has nothing
-    to decide per file (no filter left for the manifest's spec, no deletes). Only the number
+    to decide per file (no filter left for the manifest's spec; no deletes, or deletes that
+    name their data file, found by path). Only the number
     of files is needed to plan; the task objects are built on first read, so entries from
     the persistent manifest cache (:class:`~floe.scan.manifest_store.StoredEntries`) stay
     unbuilt until a caller reads the tasks. Blocks are shared between plans and threads
     (the in-memory manifest cache keeps them)."""
 
-    __slots__ = ("_spec_id",)
+    __slots__ = ("_spec_id", "deletes")
 
-    def __init__(self, live: Sequence[ManifestEntry], spec_id: int) -> None:
+    def __init__(self, live: Sequence[ManifestEntry], spec_id: int,
+                 deletes: dict[int, tuple[DeleteFile, ...]] | None = None) -> None:
         super().__init__(live, len(live))
         self._spec_id = spec_id
+        #: The delete files of the tasks that have any, by position (deletes that name
+        #: their data file: :attr:`DeleteFileIndex.by_path_only`).
+        self.deletes = deletes or {}
 
     def _build(self, source: Sequence[ManifestEntry]) -> list[FileScanTask]:
-        return _full_tasks_of(source, self._spec_id)
+        tasks = _full_tasks_of(source, self._spec_id)
+        for i, got in self.deletes.items():
+            tasks[i] = tasks[i]._replace(delete_files=got)
+        return tasks
 
     def tasks(self) -> list[FileScanTask]:
         return self.items()
@@ -446,18 +454,24 @@ class _Planner:
                 spec_id = m.partition_spec_id
                 spec_filter = self.filter.for_spec(spec_id)
                 funnel.data_files_total += len(live)
-                if spec_filter.always_true and not has_deletes and (
+                if spec_filter.always_true and (not has_deletes or index.by_path_only) and (
                         explain is None or spec_filter.uniform_reason is not None):
                     # the common full scan: nothing to evaluate per file, and the tasks of an
                     # immutable manifest can be kept with it; explained, every file has the
-                    # same decision
+                    # same decision. Deletes that name their data file are looked up by path
                     funnel.data_files_after_partition += len(live)
                     funnel.data_files_after_metrics += len(live)
-                    full = self._full_tasks(m, live)
+                    matches: dict[int, list[DeleteMatch]] | None = None
+                    if has_deletes:
+                        full, matches = _path_deleted(live, spec_id, index, explain is not None)
+                        matched.update((d.path, d.data_file.content_offset)
+                                       for got in full.deletes.values() for d in got)
+                    else:
+                        full = self._full_tasks(m, live)
                     funnel.tasks += len(full)
                     if explain is not None:
                         explain.manifest(m.manifest_path).files = KeptFiles(
-                            full, spec_filter.uniform_reason)
+                            full, spec_filter.uniform_reason, matches)
                     yield m, full
                     continue
                 mdec = explain.manifest(m.manifest_path) if explain is not None else None
@@ -600,6 +614,26 @@ def stream_plan(
     manifests = _manifest_list(io, sel.snapshot)
     planner = _Planner(io, metadata, sel.schema, scan_filter, plan, cache, None)
     return PlanStream(planner, plan, manifests, chunk_entries)
+
+
+def _path_deleted(live: Sequence[ManifestEntry], spec_id: int, index: DeleteFileIndex,
+                  explain: bool) -> tuple[TaskBlock, dict[int, list[DeleteMatch]] | None]:
+    """Every file of a manifest as a task, with the delete files that name it
+    (:attr:`DeleteFileIndex.by_path_only`), and, explained, the verdict on each delete file
+    that names a file, by the file's position."""
+    block = TaskBlock(live, spec_id)
+    rows = index.path_rows(block.column("file_path"))
+    if not rows:
+        return block, {} if explain else None
+    paths = block.column("file_path")
+    seqs = block.column("sequence_number")
+    deletes = {}
+    for i in rows:
+        got = index.for_path(paths[i], seqs[i])
+        if got:
+            deletes[i] = tuple(got)
+    explained = {i: index.explain_path(paths[i], seqs[i]) for i in rows} if explain else None
+    return TaskBlock(live, spec_id, deletes), explained
 
 
 def _full_tasks_of(live: Sequence[ManifestEntry], spec_id: int) -> list[FileScanTask]:

@@ -181,3 +181,105 @@ def test_decisions_without_files_are_written_as_the_encoder_writes_them() -> Non
     for d in decisions * 2:
         assert _decision_text(d, strings) == encode_compact(d.to_json())
     assert "partition-summary" in strings and "m.avro" not in strings  # paths not kept
+
+
+@pytest.fixture(scope="module")
+def path_deletes_table(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Three data manifests of 40 files (sequence number 1), then delete manifests (sequence
+    number 2) with a position delete file for every 7th data file, scoped to it as Iceberg
+    Java writes with ``write.delete.granularity=file`` (both ``file_path`` bounds name it),
+    one of them as a v3-style ``referenced_data_file``, and one more data manifest
+    (sequence number 3) whose files the deletes do not reach."""
+    import dataclasses
+
+    from floe.catalog.filesystem import load_table_metadata
+    from floe.conversions import to_bytes
+    from floe.manifest import (DataFile, FileContent, FileFormat, ManifestContent,
+                               ManifestListWriter, ManifestWriter)
+    from floe.metadata import serialize_metadata
+    from floe.scan.delete_index import FILE_PATH_FIELD_ID
+    from floe.snapshots import Snapshot, SnapshotLogEntry, SnapshotRef
+    from floe.table.append import create_table
+
+    root = tmp_path_factory.mktemp("wh") / "t"
+    io = FileIO()
+    create_table(io, str(root), SCHEMA)
+    _, md = load_table_metadata(io, str(root))
+    spec = md.spec()
+
+    def data(n: int) -> DataFile:
+        return DataFile(FileContent.DATA, f"{root}/data/f{n:04d}.parquet", FileFormat.PARQUET,
+                        (), 10, 1000, lower_bounds={1: to_bytes(LONG, n * 10)},
+                        upper_bounds={1: to_bytes(LONG, n * 10 + 9)})
+
+    def manifest(name: str, seq: int, files: list[DataFile],
+                 content: ManifestContent = ManifestContent.DATA) -> Any:
+        w = ManifestWriter(io, f"{root}/metadata/{name}.avro", spec, SCHEMA, 2, seq, content)
+        for f in files:
+            w.add(f)
+        return dataclasses.replace(w.close(), sequence_number=seq, min_sequence_number=seq)
+
+    manifests = [manifest(f"m{k}", 1, [data(n) for n in range(k * 40, k * 40 + 40)])
+                 for k in range(3)]
+    deletes = []
+    for n in range(0, 120, 7):
+        target = data(n).file_path
+        scoped = {"referenced_data_file": target} if n == 14 else {
+            "lower_bounds": {FILE_PATH_FIELD_ID: target.encode()},
+            "upper_bounds": {FILE_PATH_FIELD_ID: target.encode()}}
+        deletes.append(DataFile(FileContent.POSITION_DELETES, f"{root}/data/d{n:04d}.parquet",
+                                FileFormat.PARQUET, (), 2, 500, **scoped))
+    manifests += [manifest("d0", 2, deletes[:9], ManifestContent.DELETES),
+                  manifest("d1", 2, deletes[9:], ManifestContent.DELETES),
+                  manifest("m3", 3, [data(n) for n in range(120, 150)])]
+    snaps = []
+    for seq in (1, 2, 3):
+        mlist = f"{root}/metadata/snap-{seq}.avro"
+        ManifestListWriter(io, mlist, 2, seq, seq - 1 or None, sequence_number=seq) \
+            .add_manifests([m for m in manifests if m.sequence_number <= seq]).close()
+        snaps.append(Snapshot(seq, seq - 1 or None, seq, 1_700_000_000_000 + seq, mlist,
+                              {"operation": "append" if seq != 2 else "delete"}, 0))
+    md = dataclasses.replace(md, snapshots=tuple(snaps), current_snapshot_id=3,
+                             last_sequence_number=3,
+                             snapshot_log=tuple(SnapshotLogEntry(s.timestamp_ms, s.snapshot_id)
+                                                for s in snaps),
+                             refs={"main": SnapshotRef(3)})
+    location = root / "metadata" / "v2.metadata.json"
+    location.write_bytes(serialize_metadata(md))
+    (root / "metadata" / "version-hint.text").write_text("2")
+    return dataclasses.replace(md, location=str(root)), str(location)
+
+
+@pytest.mark.parametrize("row_filter", [None, "id > 15", "id < 500"])
+def test_deletes_naming_their_file_are_found_by_path_as_one_by_one(
+        path_deletes_table: Any, row_filter: str | None, monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    """Whole manifests kept with deletes that name their data files: tasks and explanations
+    (written from the columns by the process, built by the library) are the ones the
+    file-by-file path gives."""
+    from floe.scan.delete_index import DeleteFileIndex
+
+    md, location = path_deletes_table
+    args = ["plan", location, "--json"] + (["--filter", row_filter] if row_filter else [])
+    streamed = json.loads(run(*args))
+    fast = plan_files(FileIO(), md, row_filter=row_filter, explain=True, cache=None)
+    with_deletes = [b for b in fast.tasks.blocks()
+                    if isinstance(b, planning.TaskBlock) and b.deletes]
+    assert bool(with_deletes) is (row_filter is None)  # whole manifests kept: no filter
+    monkeypatch.setattr(DeleteFileIndex, "by_path_only", property(lambda self: False))
+    slow = plan_files(FileIO(), md, row_filter=row_filter, explain=True, cache=None)
+    assert not [b for b in slow.tasks.blocks() if isinstance(b, planning.TaskBlock)]
+    assert streamed == _normal(fast.to_json()) == _normal(slow.to_json())
+    got = [(x.file_path, [d.path for d in x.delete_files]) for x in fast.tasks]
+    assert got == [(x.file_path, [d.path for d in x.delete_files]) for x in slow.tasks]
+    deleted = {Path(p).name: [Path(d).name for d in ds] for p, ds in got if ds}
+    keeps = {None: lambda n: True, "id > 15": lambda n: n * 10 + 9 > 15,
+             "id < 500": lambda n: n * 10 < 500}[row_filter]
+    expected = {f"f{n:04d}.parquet": [f"d{n:04d}.parquet"] for n in range(0, 120, 7)
+                if keeps(n)}
+    assert deleted == expected
+    assert streamed["funnel"]["delete_files_matched"] == len(expected)
+    if row_filter is None:
+        reasons = [d["reason"] for m in streamed["manifests"] for f in m["files"]
+                   for d in f.get("delete_files", [])]
+        assert reasons == ["names this data file, delete sequence number 2 >= 1"] * 18
