@@ -94,8 +94,8 @@ def _data_path(n: int, total: int) -> str:
 
 
 def _write_delete_manifest(args: tuple[str, int, int, int, int]) -> dict[str, Any]:
-    """One delete manifest: a position delete file for each ``every``-th data file of
-    [first, first + count), scoped to that file as Iceberg Java writes them on a v2 table
+    """One delete manifest: position delete files for the data files ``every * k`` for ``k``
+    in [first, first + count), each scoped to its file as Iceberg Java writes them on a v2 table
     with ``write.delete.granularity=file`` (its ``file_path`` bounds both name the data
     file), committed after the data (data sequence number 2)."""
     from floe.conversions import to_bytes
@@ -112,9 +112,7 @@ def _write_delete_manifest(args: tuple[str, int, int, int, int]) -> dict[str, An
     w = ManifestWriter(FileIO(), path, spec, schema, 2, snapshot_id=SNAPSHOT_ID + 1,
                        content=ManifestContent.DELETES)
     added = 0
-    for n in range(first, first + count):
-        if n % every:
-            continue
+    for n in range(first * every, (first + count) * every, every):
         target = _data_path(n, total)
         rows = 1 + n % 50
         w.add(DataFile(
@@ -187,7 +185,8 @@ def _write_manifest(args: tuple[str, int, int, int]) -> dict[str, Any]:
 def ensure_table(root: Path, total: int, per_manifest: int, deletes: int = 0) -> Path:
     """The table of ``total`` files under ``root`` (generated on first use). With
     ``deletes``, every ``deletes``-th data file has a position delete file, committed by a
-    second snapshot in delete manifests of ``per_manifest`` data files' range each."""
+    second snapshot in delete manifests of ``per_manifest`` delete files each (as Java's
+    manifest merging keeps them: few, full delete manifests)."""
     location = root / (f"plan-{total}-{per_manifest}" + (f"-d{deletes}" if deletes else ""))
     hint = location / "metadata" / "version-hint.text"
     if hint.exists():
@@ -226,9 +225,10 @@ def ensure_table(root: Path, total: int, per_manifest: int, deletes: int = 0) ->
                       {"operation": "append", "added-data-files": str(total)},
                       md.current_schema_id)]
     if deletes:
+        targets = (total + deletes - 1) // deletes  # data files 0, N, 2N...
         jobs = [(str(location / "metadata" / f"d{k:05d}.avro"), first,
-                 min(per_manifest, total - first), total, deletes)
-                for k, first in enumerate(range(0, total, per_manifest))]
+                 min(per_manifest, targets - first), total, deletes)
+                for k, first in enumerate(range(0, targets, per_manifest))]
         with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             written = [w for w in pool.map(_write_delete_manifest, jobs, chunksize=4)
                        if w["added"]]

@@ -166,6 +166,40 @@ def decide(spec_filter: Any, live: StoredEntries) -> Decisions | None:
 # -- partition -----------------------------------------------------------------------------
 
 
+def referenced_paths(live: StoredEntries) -> list[str | None] | None:
+    """:func:`~floe.scan.delete_index.referenced_data_file` of every entry of a delete
+    manifest, read from the columns (the ``file_path`` bounds taken out of the maps by the
+    extension, not decoded map by map). None when the entries are built already, or a map
+    cannot be read here."""
+    from floe.scan.delete_index import FILE_PATH_FIELD_ID
+
+    table = live.source
+    if table is None:
+        return None
+    stats = _Columns(table)
+    lower = stats.bound_bytes("lower_bounds", FILE_PATH_FIELD_ID)
+    upper = stats.bound_bytes("upper_bounds", FILE_PATH_FIELD_ID)
+    if lower is None or upper is None:
+        return None
+    out: list[str | None] = []
+    position = int(FileContent.POSITION_DELETES)
+    for content, ref, lo, up in zip(table.column("content").to_pylist(),
+                                    table.column("referenced_data_file").to_pylist(),
+                                    lower.to_pylist(), upper.to_pylist(), strict=True):
+        if content != position:
+            out.append(None)
+        elif ref is not None:
+            out.append(ref)
+        elif lo is None or lo != up:
+            out.append(None)
+        else:
+            try:
+                out.append(lo.decode())
+            except UnicodeDecodeError:
+                out.append(None)
+    return out
+
+
 def _partition(spec_filter: Any, table: pa.Table, n_parts: int
                ) -> tuple[pa.Array, list[int] | None, list[str]]:
     """(kept per row, group of each row or None for one group, reason per group): the
@@ -295,6 +329,10 @@ class _Columns:
 
     def count(self, name: str, fid: int) -> pa.Array | None:
         return self._map(name, fid, False)
+
+    def bound_bytes(self, name: str, fid: int) -> pa.Array | None:
+        """A bound map's values for ``fid`` as they are stored (binary, null where missing)."""
+        return self._map(name, fid, True)
 
     def bound(self, name: str, fid: int, t: Any) -> tuple[pa.Array, pa.Array] | None:
         """(values, odd): the bound as Arrow values (null where missing, or where the scalar

@@ -125,16 +125,19 @@ class DeleteFileIndex:
     def has_deletes(self) -> bool:
         return self._count > 0
 
-    def add(self, entry: ManifestEntry, spec_id: int) -> None:
-        """Index one live delete entry of a delete manifest of spec ``spec_id``."""
+    def add(self, entry: ManifestEntry, spec_id: int, target: str | None | bool = True
+            ) -> None:
+        """Index one live delete entry of a delete manifest of spec ``spec_id``. ``target``
+        is its :func:`referenced_data_file` when the caller has read it (True: read here)."""
         df = entry.data_file
         seq = entry.sequence_number
         if seq is None:
             raise ValidationError(f"delete file {df.file_path} has no data sequence number")
         f = DeleteFile(df, seq, spec_id)
         if df.content == FileContent.POSITION_DELETES:
-            target = referenced_data_file(df)
-            if target is not None:
+            if target is True:
+                target = referenced_data_file(df)
+            if isinstance(target, str):
                 self._pos_by_path.setdefault(target, _Bucket()).add(f)
             else:
                 self._pos.setdefault((spec_id, tuple(df.partition)), _Bucket()).add(f)
@@ -168,7 +171,7 @@ class DeleteFileIndex:
     def explain_path(self, path: str, sequence_number: int) -> list[DeleteMatch]:
         """:meth:`explain_for` of the data file ``path`` when :attr:`by_path_only`."""
         out: list[DeleteMatch] = []
-        _explain_position(out, self._pos_by_path.get(path), "names this data file", path,
+        _explain_position(out, self._pos_by_path.get(path), "names this data file", None,
                           sequence_number)
         return out
 
@@ -200,7 +203,7 @@ class DeleteFileIndex:
         key = (spec_id, tuple(data_file.partition))
         path = data_file.file_path
         _explain_position(out, self._pos.get(key), "same partition", path, sequence_number)
-        _explain_position(out, self._pos_by_path.get(path), "names this data file", path,
+        _explain_position(out, self._pos_by_path.get(path), "names this data file", None,
                           sequence_number)
         for b, scope in ((self._eq.get(key), "same partition"), (self._global_eq, "global")):
             for d in (b.files if b else []):
@@ -217,14 +220,16 @@ class DeleteFileIndex:
         return out
 
 
-def _explain_position(out: list[DeleteMatch], bucket: _Bucket | None, scope: str, path: str,
-                      sequence_number: int) -> None:
-    """The verdict on each position delete file of ``bucket`` for the data file ``path``."""
+def _explain_position(out: list[DeleteMatch], bucket: _Bucket | None, scope: str,
+                      path: str | None, sequence_number: int) -> None:
+    """The verdict on each position delete file of ``bucket`` for the data file ``path``
+    (None: deletes that name the file, whose bounds are not compared, as in
+    :meth:`DeleteFileIndex.for_data_file`)."""
     for d in (bucket.files if bucket else []):
         if d.sequence_number < sequence_number:
             out.append(_match(d, False, f"delete sequence number {d.sequence_number} "
                               f"< data sequence number {sequence_number}"))
-        elif not _path_in_bounds(d.data_file, path):
+        elif path is not None and not _path_in_bounds(d.data_file, path):
             out.append(_match(d, False, "data file path outside the delete file's "
                               "file_path bounds"))
         else:

@@ -412,7 +412,12 @@ class _Planner:
             spec_id = m.partition_spec_id
             spec_filter = self.filter.for_spec(spec_id)
             mdec = explain.manifest(m.manifest_path) if explain is not None else None
-            for e in live:
+            targets: Iterable[str | None | bool] = itertools.repeat(True)
+            if isinstance(live, StoredEntries) and len(live) > BULK_MIN_FILES:
+                from floe.scan.decide import referenced_paths
+
+                targets = referenced_paths(live) or targets
+            for e, target in zip(live, targets):
                 self.funnel.delete_files_total += 1
                 ok, reason = spec_filter.partition(e.data_file)
                 if mdec is not None:
@@ -420,7 +425,7 @@ class _Planner:
                         e.data_file.file_path, _content_name(e.data_file), ok,
                         None if ok else "partition", reason))
                 if ok:
-                    index.add(e, spec_id)
+                    index.add(e, spec_id, target)
         return index
 
     def _full_tasks(self, m: ManifestFile, live: Sequence[ManifestEntry]) -> TaskBlock:

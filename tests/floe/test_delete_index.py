@@ -97,6 +97,15 @@ def test_referenced_data_file_limits_a_position_delete() -> None:
                  referenced_data_file=DATA.file_path)
     index = _index((other, 6), (mine, 6))
     assert [d.path for d in index.for_data_file(DATA, 5, PARTITIONED)] == ["d2"]
+    # named by path, a delete applies whatever its file_path bounds say (Java compares
+    # bounds only for deletes of a partition), and its explanation says so
+    odd = _file(FileContent.POSITION_DELETES, "d3", ("a",), PARTITIONED,
+                referenced_data_file=DATA.file_path,
+                lower_bounds={FILE_PATH_FIELD_ID: b"s3://b/data/x"},
+                upper_bounds={FILE_PATH_FIELD_ID: b"s3://b/data/z"})
+    index = _index((odd, 6))
+    assert [d.path for d in index.for_data_file(DATA, 5, PARTITIONED)] == ["d3"]
+    assert [m.applied for m in index.explain_for(DATA, 5, PARTITIONED)] == [True]
 
 
 def test_equal_file_path_bounds_scope_a_position_delete_to_that_file() -> None:
