@@ -227,20 +227,38 @@ def _explain_position(out: list[DeleteMatch], bucket: _Bucket | None, scope: str
     :meth:`DeleteFileIndex.for_data_file`)."""
     for d in (bucket.files if bucket else []):
         if d.sequence_number < sequence_number:
-            out.append(_match(d, False, f"delete sequence number {d.sequence_number} "
-                              f"< data sequence number {sequence_number}"))
+            out.append(_match(d, False, _reason(
+                "delete sequence number {} < data sequence number {}", d.sequence_number,
+                sequence_number)))
         elif path is not None and not _path_in_bounds(d.data_file, path):
             out.append(_match(d, False, "data file path outside the delete file's "
                               "file_path bounds"))
         else:
-            out.append(_match(d, True, f"{scope}, delete sequence number "
-                              f"{d.sequence_number} >= {sequence_number}"))
+            out.append(_match(d, True, _reason(
+                scope + ", delete sequence number {} >= {}", d.sequence_number,
+                sequence_number)))
+
+
+#: Verdict texts by (template, delete sequence number, data sequence number): a plan
+#: writes the same few many times. Bounded: emptied when full.
+_REASONS: dict[tuple[str, int, int], str] = {}
+
+
+def _reason(template: str, delete_seq: int, data_seq: int) -> str:
+    key = (template, delete_seq, data_seq)
+    got = _REASONS.get(key)
+    if got is None:
+        if len(_REASONS) >= 4096:
+            _REASONS.clear()
+        got = _REASONS[key] = template.format(delete_seq, data_seq)
+    return got
 
 
 def _match(d: DeleteFile, applied: bool, reason: str) -> DeleteMatch:
-    content = "position_deletes" if d.content == FileContent.POSITION_DELETES \
+    df = d.data_file
+    content = "position_deletes" if df.content == FileContent.POSITION_DELETES \
         else "equality_deletes"
-    return DeleteMatch(d.path, content, d.sequence_number, applied, reason)
+    return DeleteMatch(df.file_path, content, d.sequence_number, applied, reason)
 
 
 def referenced_data_file(delete: DataFile) -> str | None:

@@ -87,15 +87,30 @@ class JsonTexts:
         self.texts = texts
 
 
-def _json_lists(n: int, lists: dict[int, list[Any]]) -> JsonTexts | list[Any]:
-    """A column of ``n`` lists, empty but at the positions ``lists`` gives: the constant
-    ``[]`` when they are all empty."""
+def _json_lists(n: int, lists: dict[int, str]) -> JsonTexts | list[Any]:
+    """A column of ``n`` lists, ``[]`` but at the positions ``lists`` gives the JSON text
+    of: the constant ``[]`` when they are all empty."""
     if not lists:
         return []
     texts = ["[]"] * n
     for i, got in lists.items():
-        texts[i] = encode_compact(got)
+        texts[i] = got
     return JsonTexts(texts)
+
+
+def _matches_text(matches: Sequence[DeleteMatch], tails: dict[tuple[Any, ...], str]) -> str:
+    """``encode_compact(_matches_json(matches))``, the part of each object after its path
+    written once per distinct value in ``tails`` (the verdicts of a plan repeat)."""
+    out = []
+    for d in matches:
+        key = (d.content, d.sequence_number, d.applied, d.reason)
+        tail = tails.get(key)
+        if tail is None:
+            tail = tails[key] = encode_compact(
+                {"content": d.content, "sequence_number": d.sequence_number,
+                 "applied": d.applied, "reason": d.reason})[1:]
+        out.append('{"path":' + encode_compact(d.delete_path) + "," + tail)
+    return "[" + ",".join(out) + "]"
 
 
 class ColumnarFiles(LazyList[FileDecision]):
@@ -145,11 +160,12 @@ class KeptFiles(ColumnarFiles):
     def json_text(self) -> str | None:
         if self.block.built:
             return None
+        tails: dict[tuple[Any, ...], str] = {}
         return _json_rows([("path", self.block.arrow_column("file_path")),
                            ("content", "data"), ("kept", True), ("stage", None),
                            ("reason", self.reason),
                            ("delete_files", _json_lists(len(self.block), {
-                               i: _matches_json(m) for i, m in self.deletes.items()}))])
+                               i: _matches_text(m, tails) for i, m in self.deletes.items()}))])
 
     def __repr__(self) -> str:
         return f"KeptFiles({len(self)} files: {self.reason})"
@@ -260,7 +276,8 @@ def _tasks_text(tasks: Sequence[FileScanTask]) -> str:
                           ("record_count", tasks.arrow_column("record_count")),
                           ("residual", None),
                           ("delete_files", _json_lists(len(tasks), {
-                              i: [d.path for d in got] for i, got in tasks.deletes.items()}))])
+                              i: encode_compact([d.path for d in got])
+                              for i, got in tasks.deletes.items()}))])
         if got is not None:
             return got
     return encode_compact(tasks_json(tasks))[1:-1]

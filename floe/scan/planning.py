@@ -627,10 +627,10 @@ def _path_deleted(live: Sequence[ManifestEntry], spec_id: int, index: DeleteFile
     (:attr:`DeleteFileIndex.by_path_only`), and, explained, the verdict on each delete file
     that names a file, by the file's position."""
     block = TaskBlock(live, spec_id)
-    rows = index.path_rows(block.column("file_path"))
+    paths = block.column("file_path")
+    rows = index.path_rows(paths)
     if not rows:
         return block, {} if explain else None
-    paths = block.column("file_path")
     seqs = block.column("sequence_number")
     deletes = {}
     for i in rows:
