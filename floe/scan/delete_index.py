@@ -95,11 +95,27 @@ class _Bucket:
         self.seqs.insert(i, f.sequence_number)
         self.files.insert(i, f)
 
+    @classmethod
+    def of(cls, got: DeleteFile | _Bucket | None) -> _Bucket | None:
+        """A bucket of a value of :attr:`DeleteFileIndex._pos_by_path`."""
+        if got is None or isinstance(got, _Bucket):
+            return got
+        return cls([got.sequence_number], [got])
+
     def at_or_after(self, seq: int) -> list[DeleteFile]:
         return self.files[bisect_left(self.seqs, seq):]
 
     def after(self, seq: int) -> list[DeleteFile]:
         return self.files[bisect_right(self.seqs, seq):]
+
+
+def _at_or_after(got: DeleteFile | _Bucket | None, seq: int) -> list[DeleteFile]:
+    """:meth:`_Bucket.at_or_after` of a value of :attr:`DeleteFileIndex._pos_by_path`."""
+    if got is None:
+        return []
+    if isinstance(got, _Bucket):
+        return got.at_or_after(seq)
+    return [got] if got.sequence_number >= seq else []
 
 
 class DeleteFileIndex:
@@ -113,7 +129,10 @@ class DeleteFileIndex:
         self._schema = schema
         self._unpartitioned = frozenset(unpartitioned_specs)
         self._pos: dict[tuple[int, tuple[Any, ...]], _Bucket] = {}
-        self._pos_by_path: dict[str, _Bucket] = {}
+        #: Position deletes that name their data file, by its path: the one delete file
+        #: (the common case: a bucket of one costs three objects per delete file), or a
+        #: bucket of several
+        self._pos_by_path: dict[str, DeleteFile | _Bucket] = {}
         self._eq: dict[tuple[int, tuple[Any, ...]], _Bucket] = {}
         self._global_eq = _Bucket()
         self._count = 0
@@ -138,7 +157,14 @@ class DeleteFileIndex:
             if target is True:
                 target = referenced_data_file(df)
             if isinstance(target, str):
-                self._pos_by_path.setdefault(target, _Bucket()).add(f)
+                named = self._pos_by_path.get(target)
+                if named is None:
+                    self._pos_by_path[target] = f
+                else:
+                    if not isinstance(named, _Bucket):
+                        named = self._pos_by_path[target] = _Bucket([named.sequence_number],
+                                                                    [named])
+                    named.add(f)
             else:
                 self._pos.setdefault((spec_id, tuple(df.partition)), _Bucket()).add(f)
         elif df.content == FileContent.EQUALITY_DELETES:
@@ -165,14 +191,13 @@ class DeleteFileIndex:
     def for_path(self, path: str, sequence_number: int) -> list[DeleteFile]:
         """The delete files naming the data file ``path`` that apply to it: what
         :meth:`for_data_file` gives when :attr:`by_path_only`."""
-        bucket = self._pos_by_path.get(path)
-        return [] if bucket is None else bucket.at_or_after(sequence_number)
+        return _at_or_after(self._pos_by_path.get(path), sequence_number)
 
     def explain_path(self, path: str, sequence_number: int) -> list[DeleteMatch]:
         """:meth:`explain_for` of the data file ``path`` when :attr:`by_path_only`."""
         out: list[DeleteMatch] = []
-        _explain_position(out, self._pos_by_path.get(path), "names this data file", None,
-                          sequence_number)
+        _explain_position(out, _Bucket.of(self._pos_by_path.get(path)), "names this data file",
+                          None, sequence_number)
         return out
 
     def for_data_file(self, data_file: DataFile, sequence_number: int, spec_id: int
@@ -186,9 +211,7 @@ class DeleteFileIndex:
         if bucket is not None:
             out += [d for d in bucket.at_or_after(sequence_number)
                     if _path_in_bounds(d.data_file, data_file.file_path)]
-        bucket = self._pos_by_path.get(data_file.file_path)
-        if bucket is not None:
-            out += bucket.at_or_after(sequence_number)
+        out += _at_or_after(self._pos_by_path.get(data_file.file_path), sequence_number)
         eq = self._eq.get(key)
         for b in (eq, self._global_eq):
             if b is not None and b.files:
@@ -203,8 +226,8 @@ class DeleteFileIndex:
         key = (spec_id, tuple(data_file.partition))
         path = data_file.file_path
         _explain_position(out, self._pos.get(key), "same partition", path, sequence_number)
-        _explain_position(out, self._pos_by_path.get(path), "names this data file", None,
-                          sequence_number)
+        _explain_position(out, _Bucket.of(self._pos_by_path.get(path)), "names this data file",
+                          None, sequence_number)
         for b, scope in ((self._eq.get(key), "same partition"), (self._global_eq, "global")):
             for d in (b.files if b else []):
                 if d.sequence_number <= sequence_number:

@@ -127,6 +127,16 @@ def test_equal_file_path_bounds_scope_a_position_delete_to_that_file() -> None:
             for m in index.explain_for(DATA, 5, PARTITIONED)] == [
         ("d-old", False, "delete sequence number 4 < data sequence number 5"),
         ("d-mine", True, "names this data file, delete sequence number 6 >= 5")]
+    # by path alone (a full plan's lookup), a path named by one delete file or by several
+    assert index.by_path_only
+    assert [d.path for d in index.for_path(DATA.file_path, 5)] == ["d-mine"]
+    assert [d.path for d in index.for_path(DATA.file_path, 3)] == ["d-old", "d-mine"]
+    assert [d.path for d in index.for_path(other_path, 6)] == ["d-other"]
+    assert index.for_path(other_path, 7) == [] == index.for_path("s3://b/data/none", 1)
+    assert index.explain_path(DATA.file_path, 5) == index.explain_for(DATA, 5, PARTITIONED)
+    assert [(m.delete_path, m.applied) for m in index.explain_path(other_path, 7)] == [
+        ("d-other", False)]
+    assert index.explain_path("s3://b/data/none", 1) == []
     assert referenced_data_file(scoped("d", DATA.file_path)) == DATA.file_path
     # bounds of several files, or not a path at all: kept with the partition
     wide = _file(FileContent.POSITION_DELETES, "d", ("a",), PARTITIONED,
