@@ -17,6 +17,7 @@ from floe.manifest import (
     FileContent,
     ManifestEntry,
     ManifestFile,
+    file_content_name,
     read_manifest_list,
 )
 from floe.metadata import TableMetadata, partition_type_for
@@ -37,7 +38,6 @@ __all__ = [
     "moved_from",
 ]
 
-_FILE_CONTENT = {0: "data", 1: "position_deletes", 2: "equality_deletes"}
 _MANIFEST_CONTENT = {0: "data", 1: "deletes"}
 
 
@@ -281,7 +281,7 @@ def file_row(
             partitions[key] = part
     part = dict(part)  # each row its own (a caller may change it)
     row: dict[str, Any] = {
-        "content": _FILE_CONTENT.get(content, str(content)),
+        "content": file_content_name(content),
         "file_path": df.file_path,
         "file_format": str(df.file_format),
         "spec_id": spec_id,

@@ -67,6 +67,15 @@ class FileContent(enum.IntEnum):
     EQUALITY_DELETES = 2
 
 
+_CONTENT_NAMES = {0: "data", 1: "position_deletes", 2: "equality_deletes"}
+
+
+def file_content_name(content: int) -> str:
+    """A data file's content as plans, pages and the API name it (``position_deletes``...);
+    an unknown value as its number."""
+    return _CONTENT_NAMES.get(int(content), str(content))
+
+
 class ManifestEntryStatus(enum.IntEnum):
     EXISTING = 0
     ADDED = 1

@@ -20,6 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from floe.avro_native import extension
 from floe.bulk import LazyList
+from floe.manifest import file_content_name
 from floe.scan.delete_index import DeleteMatch
 
 if TYPE_CHECKING:
@@ -27,8 +28,8 @@ if TYPE_CHECKING:
 
     from floe.scan.planning import FileScanTask, PlanStream, ScanPlan, TaskBlock
 
-__all__ = ["Funnel", "FileDecision", "KeptFiles", "ManifestDecision", "PlanExplain",
-           "plan_to_json", "write_plan_json", "encode_compact", "tasks_json"]
+__all__ = ["Funnel", "FileDecision", "KeptDeletes", "KeptFiles", "ManifestDecision",
+           "PlanExplain", "plan_to_json", "write_plan_json", "encode_compact", "tasks_json"]
 
 
 @dataclass(slots=True)
@@ -169,6 +170,39 @@ class KeptFiles(ColumnarFiles):
 
     def __repr__(self) -> str:
         return f"KeptFiles({len(self)} files: {self.reason})"
+
+
+class KeptDeletes(ColumnarFiles):
+    """The decisions on the delete files of a manifest with nothing to decide per file (no
+    filter): every file kept for the same reason. Built as :class:`FileDecision` objects on
+    first read; until then its JSON is written from the manifest's ``file_path`` and
+    ``content`` columns."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, paths: pa.Array, contents: pa.Array, reason: str) -> None:
+        super().__init__((paths, contents), len(paths))
+        self.reason = reason
+
+    def _build(self, source: tuple[pa.Array, pa.Array]) -> list[FileDecision]:
+        paths, contents = source
+        return [FileDecision(p, file_content_name(c), True, None, self.reason)
+                for p, c in zip(paths.to_pylist(), contents.to_pylist(), strict=True)]
+
+    def json_text(self) -> str | None:
+        source = self.source
+        if source is None:
+            return None
+        paths, contents = source
+        names = [file_content_name(c) for c in contents.to_pylist()]
+        content: str | JsonTexts = names[0] if names else ""
+        if any(n != content for n in names):
+            content = JsonTexts([encode_compact(n) for n in names])
+        return _json_rows([("path", paths), ("content", content), ("kept", True),
+                           ("stage", None), ("reason", self.reason)])
+
+    def __repr__(self) -> str:
+        return f"KeptDeletes({len(self)} files: {self.reason})"
 
 
 @dataclass(slots=True)

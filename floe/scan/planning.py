@@ -29,11 +29,19 @@ from floe.manifest import (
     ManifestContent,
     ManifestEntry,
     ManifestFile,
+    file_content_name,
     read_manifest_list,
 )
 from floe.metadata import TableMetadata
 from floe.scan.delete_index import DeleteFile, DeleteFileIndex, DeleteMatch
-from floe.scan.explain import FileDecision, Funnel, KeptFiles, ManifestDecision, PlanExplain
+from floe.scan.explain import (
+    FileDecision,
+    Funnel,
+    KeptDeletes,
+    KeptFiles,
+    ManifestDecision,
+    PlanExplain,
+)
 from floe.scan.filters import ScanFilter
 from floe.scan.manifest_store import StoredEntries
 from floe.scan.manifests import DEFAULT_CACHE, ManifestCache, read_live_entries
@@ -413,16 +421,28 @@ class _Planner:
             spec_filter = self.filter.for_spec(spec_id)
             mdec = explain.manifest(m.manifest_path) if explain is not None else None
             targets: Iterable[str | None | bool] = itertools.repeat(True)
-            if isinstance(live, StoredEntries) and len(live) > BULK_MIN_FILES:
+            stored = live if isinstance(live, StoredEntries) and \
+                len(live) > BULK_MIN_FILES and live.source is not None else None
+            if stored is not None:
                 from floe.scan.decide import referenced_paths
 
-                targets = referenced_paths(live) or targets
+                targets = referenced_paths(stored) or targets
+                reason = spec_filter.uniform_reason
+                if spec_filter.always_true and reason is not None:
+                    # nothing to decide per file (no filter): explained from the columns
+                    if mdec is not None:
+                        mdec.files = KeptDeletes(stored.arrow_column("file_path"),
+                                                 stored.arrow_column("content"), reason)
+                    self.funnel.delete_files_total += len(stored)
+                    for e, target in zip(stored, targets):
+                        index.add(e, spec_id, target)
+                    continue
             for e, target in zip(live, targets):
                 self.funnel.delete_files_total += 1
                 ok, reason = spec_filter.partition(e.data_file)
                 if mdec is not None:
                     mdec.add(FileDecision(
-                        e.data_file.file_path, _content_name(e.data_file), ok,
+                        e.data_file.file_path, file_content_name(e.data_file.content), ok,
                         None if ok else "partition", reason))
                 if ok:
                     index.add(e, spec_id, target)
@@ -646,7 +666,3 @@ def _full_tasks_of(live: Sequence[ManifestEntry], spec_id: int) -> list[FileScan
     return [new(FileScanTask, (e.data_file, (), None, spec_id, e.sequence_number or 0, 0, None))
             for e in live]
 
-
-def _content_name(df: DataFile) -> str:
-    return {0: "data", 1: "position_deletes", 2: "equality_deletes"}.get(
-        int(df.content), str(df.content))

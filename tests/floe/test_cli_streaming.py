@@ -186,7 +186,7 @@ def test_decisions_without_files_are_written_as_the_encoder_writes_them() -> Non
 @pytest.fixture(scope="module")
 def path_deletes_table(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """Three data manifests of 40 files (sequence number 1), then delete manifests (sequence
-    number 2) with a position delete file for every 7th data file, scoped to it as Iceberg
+    number 2) with a position delete file for every 3rd data file, scoped to it as Iceberg
     Java writes with ``write.delete.granularity=file`` (both ``file_path`` bounds name it),
     one of them as a v3-style ``referenced_data_file``, and one more data manifest
     (sequence number 3) whose files the deletes do not reach."""
@@ -222,15 +222,15 @@ def path_deletes_table(tmp_path_factory: pytest.TempPathFactory) -> Any:
     manifests = [manifest(f"m{k}", 1, [data(n) for n in range(k * 40, k * 40 + 40)])
                  for k in range(3)]
     deletes = []
-    for n in range(0, 120, 7):
+    for n in range(0, 120, 3):
         target = data(n).file_path
-        scoped = {"referenced_data_file": target} if n == 14 else {
+        scoped = {"referenced_data_file": target} if n == 15 else {
             "lower_bounds": {FILE_PATH_FIELD_ID: target.encode()},
             "upper_bounds": {FILE_PATH_FIELD_ID: target.encode()}}
         deletes.append(DataFile(FileContent.POSITION_DELETES, f"{root}/data/d{n:04d}.parquet",
                                 FileFormat.PARQUET, (), 2, 500, **scoped))
-    manifests += [manifest("d0", 2, deletes[:9], ManifestContent.DELETES),
-                  manifest("d1", 2, deletes[9:], ManifestContent.DELETES),
+    manifests += [manifest("d0", 2, deletes[:34], ManifestContent.DELETES),
+                  manifest("d1", 2, deletes[34:], ManifestContent.DELETES),
                   manifest("m3", 3, [data(n) for n in range(120, 150)])]
     snaps = []
     for seq in (1, 2, 3):
@@ -256,8 +256,10 @@ def test_deletes_naming_their_file_are_found_by_path_as_one_by_one(
         ) -> None:
     """Whole manifests kept with deletes that name their data files: tasks and explanations
     (written from the columns by the process, built by the library) are the ones the
-    file-by-file path gives."""
+    file-by-file path gives. With no filter, the decisions on the files of the larger delete
+    manifest are written from its columns too (KeptDeletes)."""
     from floe.scan.delete_index import DeleteFileIndex
+    from floe.scan.explain import KeptDeletes
 
     md, location = path_deletes_table
     args = ["plan", location, "--json"] + (["--filter", row_filter] if row_filter else [])
@@ -266,7 +268,12 @@ def test_deletes_naming_their_file_are_found_by_path_as_one_by_one(
     with_deletes = [b for b in fast.tasks.blocks()
                     if isinstance(b, planning.TaskBlock) and b.deletes]
     assert bool(with_deletes) is (row_filter is None)  # whole manifests kept: no filter
+    assert fast.explain is not None
+    columnar = [Path(m.path).name for m in fast.explain.manifests
+                if isinstance(m.files, KeptDeletes)]
+    assert columnar == (["d0.avro"] if row_filter is None else [])
     monkeypatch.setattr(DeleteFileIndex, "by_path_only", property(lambda self: False))
+    monkeypatch.setattr(planning, "BULK_MIN_FILES", 1 << 30)  # every file one by one
     slow = plan_files(FileIO(), md, row_filter=row_filter, explain=True, cache=None)
     assert not [b for b in slow.tasks.blocks() if isinstance(b, planning.TaskBlock)]
     assert streamed == _normal(fast.to_json()) == _normal(slow.to_json())
@@ -275,11 +282,11 @@ def test_deletes_naming_their_file_are_found_by_path_as_one_by_one(
     deleted = {Path(p).name: [Path(d).name for d in ds] for p, ds in got if ds}
     keeps = {None: lambda n: True, "id > 15": lambda n: n * 10 + 9 > 15,
              "id < 500": lambda n: n * 10 < 500}[row_filter]
-    expected = {f"f{n:04d}.parquet": [f"d{n:04d}.parquet"] for n in range(0, 120, 7)
+    expected = {f"f{n:04d}.parquet": [f"d{n:04d}.parquet"] for n in range(0, 120, 3)
                 if keeps(n)}
     assert deleted == expected
     assert streamed["funnel"]["delete_files_matched"] == len(expected)
     if row_filter is None:
         reasons = [d["reason"] for m in streamed["manifests"] for f in m["files"]
                    for d in f.get("delete_files", [])]
-        assert reasons == ["names this data file, delete sequence number 2 >= 1"] * 18
+        assert reasons == ["names this data file, delete sequence number 2 >= 1"] * 40
