@@ -1,7 +1,7 @@
 #!/bin/sh
 # libFuzzer on floe/_native.c (scripts/fuzz_native.py says what is fuzzed), an optional,
-# manual run: not part of `make test`. Needs clang (Debian: apt-get install clang) and
-# atheris (pip install atheris) in the project's virtualenv.
+# manual run: not part of `make test`. Needs clang and its runtimes (Debian: apt-get install
+# clang libclang-rt-14-dev) and atheris (pip install atheris) in the project's virtualenv.
 #
 #   scripts/fuzz-native.sh [SECONDS] [CORPUS_DIR]
 #
