@@ -25,6 +25,7 @@ sequence number so a data file's candidates are found by bisection.
 
 from __future__ import annotations
 
+import functools
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from typing import Any
 
 from floe.conversions import from_bytes
 from floe.errors import ValidationError
-from floe.manifest import DataFile, FileContent, ManifestEntry
+from floe.manifest import DataFile, FileContent, ManifestEntry, file_content_name
 from floe.schema import Schema
 from floe.types import LONG, STRING, NestedField, PrimitiveType, StringType
 
@@ -96,11 +97,15 @@ class _Bucket:
         self.files.insert(i, f)
 
     @classmethod
+    def one(cls, f: DeleteFile) -> _Bucket:
+        return cls([f.sequence_number], [f])
+
+    @classmethod
     def of(cls, got: DeleteFile | _Bucket | None) -> _Bucket | None:
         """A bucket of a value of :attr:`DeleteFileIndex._pos_by_path`."""
         if got is None or isinstance(got, _Bucket):
             return got
-        return cls([got.sequence_number], [got])
+        return cls.one(got)
 
     def at_or_after(self, seq: int) -> list[DeleteFile]:
         return self.files[bisect_left(self.seqs, seq):]
@@ -162,8 +167,7 @@ class DeleteFileIndex:
                     self._pos_by_path[target] = f
                 else:
                     if not isinstance(named, _Bucket):
-                        named = self._pos_by_path[target] = _Bucket([named.sequence_number],
-                                                                    [named])
+                        named = self._pos_by_path[target] = _Bucket.one(named)
                     named.add(f)
             else:
                 self._pos.setdefault((spec_id, tuple(df.partition)), _Bucket()).add(f)
@@ -262,26 +266,16 @@ def _explain_position(out: list[DeleteMatch], bucket: _Bucket | None, scope: str
                 sequence_number)))
 
 
-#: Verdict texts by (template, delete sequence number, data sequence number): a plan
-#: writes the same few many times. Bounded: emptied when full.
-_REASONS: dict[tuple[str, int, int], str] = {}
-
-
+@functools.lru_cache(maxsize=4096)
 def _reason(template: str, delete_seq: int, data_seq: int) -> str:
-    key = (template, delete_seq, data_seq)
-    got = _REASONS.get(key)
-    if got is None:
-        if len(_REASONS) >= 4096:
-            _REASONS.clear()
-        got = _REASONS[key] = template.format(delete_seq, data_seq)
-    return got
+    """A verdict text (a plan writes the same few many times)."""
+    return template.format(delete_seq, data_seq)
 
 
 def _match(d: DeleteFile, applied: bool, reason: str) -> DeleteMatch:
     df = d.data_file
-    content = "position_deletes" if df.content == FileContent.POSITION_DELETES \
-        else "equality_deletes"
-    return DeleteMatch(df.file_path, content, d.sequence_number, applied, reason)
+    return DeleteMatch(df.file_path, file_content_name(df.content), d.sequence_number,
+                       applied, reason)
 
 
 def referenced_data_file(delete: DataFile) -> str | None:
