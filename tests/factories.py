@@ -260,3 +260,77 @@ def history_metadata(history: HistoryTable) -> TableMetadata:
     """The current metadata of a history table, read by floe directly (not the explorer)."""
     catalog = FileSystemCatalog("local", str(Path(history.location).parent.parent))
     return catalog.load_table(f"{history.namespace}.{history.name}").metadata
+
+
+def write_path_deletes_table(root: Path) -> tuple[TableMetadata, str]:
+    """A table of hand-written manifests (``id`` and ``cat``, partitioned by ``cat``: c0 and
+    c1 alternate). Three data manifests of 40 files (sequence number 1), then delete
+    manifests (sequence number 2) with a position delete file for every 3rd data file, scoped
+    to it as Iceberg Java writes with ``write.delete.granularity=file`` (both ``file_path``
+    bounds name it), one of them as a v3-style ``referenced_data_file``, and one more for
+    f0123, a file of the data manifest added with sequence number 3 (the delete does not
+    apply). With that data manifest, a delete manifest (sequence number 3) with a second
+    delete file for every 3rd data file and one for f0120 (it applies). Its metadata
+    (location set to ``root``) and the path of its metadata file."""
+    import dataclasses
+
+    from floe.catalog.filesystem import load_table_metadata
+    from floe.io import FileIO
+    from floe.conversions import to_bytes
+    from floe.manifest import (DataFile, FileContent, FileFormat, ManifestContent,
+                               ManifestListWriter, ManifestWriter)
+    from floe.metadata import serialize_metadata
+    from floe.scan.delete_index import FILE_PATH_FIELD_ID
+    from floe.snapshots import Snapshot, SnapshotLogEntry, SnapshotRef
+    from floe.table.append import create_table
+
+    io = FileIO()
+    schema = Schema(NestedField(1, "id", LONG, False), NestedField(2, "cat", STRING, True))
+    create_table(io, str(root), schema, parse_partition_by("cat", schema))
+    _, md = load_table_metadata(io, str(root))
+    spec = md.spec()
+
+    def data(n: int) -> DataFile:
+        return DataFile(FileContent.DATA, f"{root}/data/f{n:04d}.parquet", FileFormat.PARQUET,
+                        (f"c{n % 2}",), 10, 1000, lower_bounds={1: to_bytes(LONG, n * 10)},
+                        upper_bounds={1: to_bytes(LONG, n * 10 + 9)})
+
+    def manifest(name: str, seq: int, files: list[DataFile],
+                 content: ManifestContent = ManifestContent.DATA) -> Any:
+        w = ManifestWriter(io, f"{root}/metadata/{name}.avro", spec, schema, 2, seq, content)
+        for f in files:
+            w.add(f)
+        return dataclasses.replace(w.close(), sequence_number=seq, min_sequence_number=seq)
+
+    manifests = [manifest(f"m{k}", 1, [data(n) for n in range(k * 40, k * 40 + 40)])
+                 for k in range(3)]
+    def delete(name: str, n: int) -> DataFile:
+        target = data(n).file_path
+        scoped = {"referenced_data_file": target} if n == 15 else {
+            "lower_bounds": {FILE_PATH_FIELD_ID: target.encode()},
+            "upper_bounds": {FILE_PATH_FIELD_ID: target.encode()}}
+        return DataFile(FileContent.POSITION_DELETES, f"{root}/data/{name}{n:04d}.parquet",
+                        FileFormat.PARQUET, (f"c{n % 2}",), 2, 500, **scoped)
+
+    deletes = [delete("d", n) for n in (123, *range(0, 120, 3))]
+    manifests += [manifest("d0", 2, deletes[:35], ManifestContent.DELETES),
+                  manifest("d1", 2, deletes[35:], ManifestContent.DELETES),
+                  manifest("m3", 3, [data(n) for n in range(120, 150)]),
+                  manifest("d2", 3, [delete("e", n) for n in (*range(0, 120, 3), 120)],
+                           ManifestContent.DELETES)]
+    snaps = []
+    for seq in (1, 2, 3):
+        mlist = f"{root}/metadata/snap-{seq}.avro"
+        ManifestListWriter(io, mlist, 2, seq, seq - 1 or None, sequence_number=seq) \
+            .add_manifests([m for m in manifests if m.sequence_number <= seq]).close()
+        snaps.append(Snapshot(seq, seq - 1 or None, seq, 1_700_000_000_000 + seq, mlist,
+                              {"operation": "append" if seq != 2 else "delete"}, 0))
+    md = dataclasses.replace(md, snapshots=tuple(snaps), current_snapshot_id=3,
+                             last_sequence_number=3,
+                             snapshot_log=tuple(SnapshotLogEntry(s.timestamp_ms, s.snapshot_id)
+                                                for s in snaps),
+                             refs={"main": SnapshotRef(3)})
+    location = root / "metadata" / "v2.metadata.json"
+    location.write_bytes(serialize_metadata(md))
+    (root / "metadata" / "version-hint.text").write_text("2")
+    return dataclasses.replace(md, location=str(root)), str(location)

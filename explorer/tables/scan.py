@@ -29,7 +29,7 @@ from floe.maintenance.partition_stats import partition_stats_file_for
 from floe.partition_stats import TablePartitionStats, from_statistics_file, partition_stats
 from floe.scan import ScanPlan, plan_files, select_snapshot
 from floe.scan.decide import DecidedFiles
-from floe.scan.explain import KeptFiles
+from floe.scan.explain import DecidedDeletes, KeptFiles
 from floe.scan.readers import read_plan
 from floe.table import Table
 
@@ -245,7 +245,7 @@ class PlanFiles:
         want = self._status == "kept"
         if isinstance(m.files, KeptFiles):
             return len(m.files) if want else 0
-        if isinstance(m.files, DecidedFiles):  # counted without building the decisions
+        if isinstance(m.files, (DecidedFiles, DecidedDeletes)):  # the decisions not built
             kept = m.files.kept_count
             return kept if want else len(m.files) - kept
         return sum(1 for f in m.files if f.kept == want)

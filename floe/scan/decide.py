@@ -200,6 +200,17 @@ def referenced_paths(live: StoredEntries) -> list[str | None] | None:
     return out
 
 
+def partition_rows(spec_filter: Any, live: StoredEntries) -> tuple[list[bool], list[str]]:
+    """The partition evaluator's verdict on each entry, ``spec_filter.partition(file)``, as
+    (kept, reason) lists, run once per distinct partition over the columns (entries not
+    built)."""
+    table = live.source
+    assert table is not None
+    ok, groups, reasons = _partition(spec_filter, table, live.partition_fields)
+    return ok.to_pylist(), [reasons[0]] * len(live) if groups is None \
+        else [reasons[g] for g in groups]
+
+
 def _partition(spec_filter: Any, table: pa.Table, n_parts: int
                ) -> tuple[pa.Array, list[int] | None, list[str]]:
     """(kept per row, group of each row or None for one group, reason per group): the

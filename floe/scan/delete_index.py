@@ -29,13 +29,16 @@ import functools
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from floe.conversions import from_bytes
 from floe.errors import ValidationError
 from floe.manifest import DataFile, FileContent, ManifestEntry, file_content_name
 from floe.schema import Schema
 from floe.types import LONG, STRING, NestedField, PrimitiveType, StringType
+
+if TYPE_CHECKING:
+    from floe.scan.manifest_store import StoredEntries
 
 __all__ = ["DeleteFile", "DeleteFileIndex", "DeleteMatch", "FILE_PATH_FIELD_ID", "POS_FIELD_ID",
            "POSITION_DELETE_SCHEMA", "referenced_data_file"]
@@ -84,43 +87,31 @@ class DeleteMatch:
     reason: str
 
 
+#: A delete file indexed by its row (:meth:`DeleteFileIndex.add_rows`) and built when a plan
+#: looks it up: the number of its delete manifest in the index (bits 32 and up) and its row.
+_Row = int
+_ROW_BITS = 32
+_ROW_MASK = (1 << _ROW_BITS) - 1
+
+
 @dataclass(slots=True)
 class _Bucket:
-    """Deletes of one scope, sorted by sequence number."""
+    """Deletes of one scope, sorted by sequence number (those indexed by row as rows)."""
 
     seqs: list[int] = field(default_factory=list)
-    files: list[DeleteFile] = field(default_factory=list)
+    #: Delete files (rows only among the deletes that name a data file)
+    files: list[Any] = field(default_factory=list)
 
-    def add(self, f: DeleteFile) -> None:
-        i = bisect_right(self.seqs, f.sequence_number)
-        self.seqs.insert(i, f.sequence_number)
+    def add(self, f: DeleteFile | _Row, seq: int) -> None:
+        i = bisect_right(self.seqs, seq)
+        self.seqs.insert(i, seq)
         self.files.insert(i, f)
 
-    @classmethod
-    def one(cls, f: DeleteFile) -> _Bucket:
-        return cls([f.sequence_number], [f])
-
-    @classmethod
-    def of(cls, got: DeleteFile | _Bucket | None) -> _Bucket | None:
-        """A bucket of a value of :attr:`DeleteFileIndex._pos_by_path`."""
-        if got is None or isinstance(got, _Bucket):
-            return got
-        return cls.one(got)
-
-    def at_or_after(self, seq: int) -> list[DeleteFile]:
+    def at_or_after(self, seq: int) -> list[Any]:
         return self.files[bisect_left(self.seqs, seq):]
 
-    def after(self, seq: int) -> list[DeleteFile]:
+    def after(self, seq: int) -> list[Any]:
         return self.files[bisect_right(self.seqs, seq):]
-
-
-def _at_or_after(got: DeleteFile | _Bucket | None, seq: int) -> list[DeleteFile]:
-    """:meth:`_Bucket.at_or_after` of a value of :attr:`DeleteFileIndex._pos_by_path`."""
-    if got is None:
-        return []
-    if isinstance(got, _Bucket):
-        return got.at_or_after(seq)
-    return [got] if got.sequence_number >= seq else []
 
 
 class DeleteFileIndex:
@@ -134,10 +125,15 @@ class DeleteFileIndex:
         self._schema = schema
         self._unpartitioned = frozenset(unpartitioned_specs)
         self._pos: dict[tuple[int, tuple[Any, ...]], _Bucket] = {}
-        #: Position deletes that name their data file, by its path: the one delete file
-        #: (the common case: a bucket of one costs three objects per delete file), or a
+        #: Position deletes that name their data file, by its path: the one delete file (the
+        #: common case: a bucket of one costs three objects per delete file) or its row, or a
         #: bucket of several
-        self._pos_by_path: dict[str, DeleteFile | _Bucket] = {}
+        self._pos_by_path: dict[str, DeleteFile | _Row | _Bucket] = {}
+        #: The delete manifests of the rows (:meth:`add_rows`): entries, spec id, and the
+        #: data sequence number of each row
+        self._sources: list[tuple[StoredEntries, int, list[int]]] = []
+        #: Columns of those delete manifests read so far, by (manifest number, name)
+        self._columns: dict[tuple[int, str], list[Any]] = {}
         self._eq: dict[tuple[int, tuple[Any, ...]], _Bucket] = {}
         self._global_eq = _Bucket()
         self._count = 0
@@ -162,29 +158,134 @@ class DeleteFileIndex:
             if target is True:
                 target = referenced_data_file(df)
             if isinstance(target, str):
-                named = self._pos_by_path.get(target)
-                if named is None:
-                    self._pos_by_path[target] = f
-                else:
-                    if not isinstance(named, _Bucket):
-                        named = self._pos_by_path[target] = _Bucket.one(named)
-                    named.add(f)
+                self._name(target, f, seq)
             else:
-                self._pos.setdefault((spec_id, tuple(df.partition)), _Bucket()).add(f)
+                self._pos.setdefault((spec_id, tuple(df.partition)), _Bucket()).add(f, seq)
         elif df.content == FileContent.EQUALITY_DELETES:
             if spec_id in self._unpartitioned:
-                self._global_eq.add(f)
+                self._global_eq.add(f, seq)
             else:
-                self._eq.setdefault((spec_id, tuple(df.partition)), _Bucket()).add(f)
+                self._eq.setdefault((spec_id, tuple(df.partition)), _Bucket()).add(f, seq)
         else:
             raise ValidationError(f"{df.file_path} is a data file in a delete manifest")
         self._count += 1
+
+    def add_rows(self, entries: StoredEntries, spec_id: int, targets: Sequence[str | None],
+                 kept: Sequence[bool] | None = None) -> list[int]:
+        """Index the position deletes of a delete manifest of spec ``spec_id`` that name their
+        data file (``targets``: the :func:`referenced_data_file` of each entry, read from
+        the columns) by their row: a delete file is built when a plan looks up the file it
+        names (a plan that keeps a few files builds a few). ``kept`` says which entries to
+        index (None: all). The rows of the other kept entries are returned, for :meth:`add`."""
+        seqs = entries.data_file_column("sequence_number")
+        base = len(self._sources) << _ROW_BITS
+        self._sources.append((entries, spec_id, seqs))
+        rest: list[int] = []
+        for row, (target, seq) in enumerate(zip(targets, seqs, strict=True)):
+            if kept is not None and not kept[row]:
+                continue
+            if target is None:
+                rest.append(row)
+                continue
+            if seq is None:
+                raise ValidationError(f"delete file {entries.data_file_column('file_path')[row]}"
+                                      " has no data sequence number")
+            self._name(target, base | row, seq)
+            self._count += 1
+        return rest
+
+    def _name(self, target: str, f: DeleteFile | _Row, seq: int) -> None:
+        by_path = self._pos_by_path
+        named = by_path.get(target)
+        if named is None:
+            by_path[target] = f
+            return
+        if not isinstance(named, _Bucket):
+            named = by_path[target] = _Bucket([self.seq_of(named)], [named])
+        named.add(f, seq)
+
+    def seq_of(self, f: DeleteFile | _Row) -> int:
+        """The data sequence number of a delete file or row."""
+        if isinstance(f, DeleteFile):
+            return f.sequence_number
+        return self._sources[f >> _ROW_BITS][2][f & _ROW_MASK]
+
+    def _column(self, f: _Row, name: str) -> Any:
+        key = (f >> _ROW_BITS, name)
+        got = self._columns.get(key)
+        if got is None:
+            got = self._columns[key] = self._sources[key[0]][0].data_file_column(name)
+        return got[f & _ROW_MASK]
+
+    def path_of(self, f: DeleteFile | _Row) -> str:
+        """The path of a delete file or row."""
+        return f.path if isinstance(f, DeleteFile) else self._column(f, "file_path")
+
+    def key_of(self, f: DeleteFile | _Row) -> tuple[str, int | None]:
+        """What a plan counts a delete file by: its path and ``content_offset`` (a deletion
+        vector is one blob of a Puffin file that may hold many)."""
+        if isinstance(f, DeleteFile):
+            return f.path, f.data_file.content_offset
+        return self._column(f, "file_path"), self._column(f, "content_offset")
+
+    def build(self, files: Sequence[DeleteFile | _Row]) -> list[DeleteFile]:
+        """``files`` with the rows among them built: the rows of each delete manifest read
+        together."""
+        rows: dict[int, list[int]] = {}
+        for f in files:
+            if not isinstance(f, DeleteFile):
+                rows.setdefault(f >> _ROW_BITS, []).append(f & _ROW_MASK)
+        if not rows:
+            return cast("list[DeleteFile]", list(files))
+        built: dict[int, DeleteFile] = {}
+        for source, got in rows.items():
+            entries, spec_id, seqs = self._sources[source]
+            base = source << _ROW_BITS
+            for row, e in zip(got, entries.take(got), strict=True):
+                built[base | row] = DeleteFile(e.data_file, seqs[row], spec_id)
+        return [f if isinstance(f, DeleteFile) else built[f] for f in files]
+
+    def _naming(self, path: str) -> list[DeleteFile | _Row]:
+        """The delete files or rows naming ``path``, by sequence number."""
+        got = self._pos_by_path.get(path)
+        if got is None:
+            return []
+        return got.files if isinstance(got, _Bucket) else [got]
+
+    def _named_kept(self, path: str) -> list[DeleteFile]:
+        """The delete files naming ``path``, by sequence number, built and kept."""
+        got = self._pos_by_path.get(path)
+        if got is None:
+            return []
+        if isinstance(got, _Bucket):
+            built = got.files = self.build(got.files)
+            return built
+        if not isinstance(got, DeleteFile):
+            got = self._pos_by_path[path] = self.build([got])[0]
+        return [got]
+
+    def keep_named(self, paths: Iterable[str]) -> None:
+        """Build the delete files that name any of ``paths`` together, and keep them (what a
+        plan about to look up each of those data files does first)."""
+        by_path = self._pos_by_path
+        if not self._sources or not by_path:
+            return
+        wanted = [(p, got) for p in paths for got in [self._naming(p)]
+                  if any(not isinstance(f, DeleteFile) for f in got)]
+        built = iter(self.build([f for _, got in wanted for f in got]))
+        for p, got in wanted:
+            files = [next(built) for _ in got]
+            value = by_path[p]
+            if isinstance(value, _Bucket):
+                value.files = files
+            else:
+                by_path[p] = files[0]
 
     @property
     def by_path_only(self) -> bool:
         """Whether every delete file indexed names its one data file (:func:`referenced_data_file`):
         a data file's deletes then depend on its path and sequence number alone
-        (:meth:`path_rows`, :meth:`for_path`), not on its partition or statistics."""
+        (:meth:`path_rows`, :meth:`naming`), not on its partition or statistics."""
         return not (self._pos or self._eq or self._global_eq.files)
 
     def path_rows(self, paths: Sequence[str]) -> list[int]:
@@ -192,16 +293,39 @@ class DeleteFileIndex:
         by_path = self._pos_by_path
         return [i for i, p in enumerate(paths) if p in by_path] if by_path else []
 
+    def naming(self, path: str, sequence_number: int) -> list[DeleteFile | _Row]:
+        """The delete files naming the data file ``path`` that apply to it, as delete files or
+        rows, not built (:meth:`build` builds them): what a plan that keeps whole manifests
+        needs when :attr:`by_path_only`."""
+        return [f for f in self._naming(path) if self.seq_of(f) >= sequence_number]
+
     def for_path(self, path: str, sequence_number: int) -> list[DeleteFile]:
-        """The delete files naming the data file ``path`` that apply to it: what
-        :meth:`for_data_file` gives when :attr:`by_path_only`."""
-        return _at_or_after(self._pos_by_path.get(path), sequence_number)
+        """:meth:`naming`, built: what :meth:`for_data_file` gives when
+        :attr:`by_path_only`."""
+        return self.build(self.naming(path, sequence_number))
 
     def explain_path(self, path: str, sequence_number: int) -> list[DeleteMatch]:
-        """:meth:`explain_for` of the data file ``path`` when :attr:`by_path_only`."""
+        """:meth:`explain_for` of the data file ``path`` when :attr:`by_path_only`, read
+        without building the delete files."""
+        return self._explain_naming(self._naming(path), sequence_number)
+
+    def _explain_naming(self, files: Sequence[DeleteFile | _Row], sequence_number: int
+                        ) -> list[DeleteMatch]:
+        """The verdict on each delete file or row naming a data file (whose bounds are not
+        compared, as in :meth:`for_data_file`)."""
         out: list[DeleteMatch] = []
-        _explain_position(out, _Bucket.of(self._pos_by_path.get(path)), "names this data file",
-                          None, sequence_number)
+        for f in files:
+            seq = self.seq_of(f)
+            content = file_content_name(f.content) if isinstance(f, DeleteFile) else \
+                _POSITION  # a row is a position delete
+            if seq < sequence_number:
+                out.append(DeleteMatch(self.path_of(f), content, seq, False, _reason(
+                    "delete sequence number {} < data sequence number {}", seq,
+                    sequence_number)))
+            else:
+                out.append(DeleteMatch(self.path_of(f), content, seq, True, _reason(
+                    "names this data file, delete sequence number {} >= {}", seq,
+                    sequence_number)))
         return out
 
     def for_data_file(self, data_file: DataFile, sequence_number: int, spec_id: int
@@ -215,7 +339,8 @@ class DeleteFileIndex:
         if bucket is not None:
             out += [d for d in bucket.at_or_after(sequence_number)
                     if _path_in_bounds(d.data_file, data_file.file_path)]
-        out += _at_or_after(self._pos_by_path.get(data_file.file_path), sequence_number)
+        out += [d for d in self._named_kept(data_file.file_path)
+                if d.sequence_number >= sequence_number]
         eq = self._eq.get(key)
         for b in (eq, self._global_eq):
             if b is not None and b.files:
@@ -229,9 +354,9 @@ class DeleteFileIndex:
         out: list[DeleteMatch] = []
         key = (spec_id, tuple(data_file.partition))
         path = data_file.file_path
-        _explain_position(out, self._pos.get(key), "same partition", path, sequence_number)
-        _explain_position(out, _Bucket.of(self._pos_by_path.get(path)), "names this data file",
-                          None, sequence_number)
+        bucket = self._pos.get(key)
+        _explain_position(out, bucket.files if bucket else [], path, sequence_number)
+        out += self._explain_naming(self._named_kept(path), sequence_number)
         for b, scope in ((self._eq.get(key), "same partition"), (self._global_eq, "global")):
             for d in (b.files if b else []):
                 if d.sequence_number <= sequence_number:
@@ -247,22 +372,24 @@ class DeleteFileIndex:
         return out
 
 
-def _explain_position(out: list[DeleteMatch], bucket: _Bucket | None, scope: str,
-                      path: str | None, sequence_number: int) -> None:
-    """The verdict on each position delete file of ``bucket`` for the data file ``path``
-    (None: deletes that name the file, whose bounds are not compared, as in
-    :meth:`DeleteFileIndex.for_data_file`)."""
-    for d in (bucket.files if bucket else []):
+_POSITION = file_content_name(FileContent.POSITION_DELETES)
+
+
+def _explain_position(out: list[DeleteMatch], files: Sequence[DeleteFile], path: str,
+                      sequence_number: int) -> None:
+    """The verdict on each position delete file of a partition (``files``) for the data file
+    ``path``."""
+    for d in files:
         if d.sequence_number < sequence_number:
             out.append(_match(d, False, _reason(
                 "delete sequence number {} < data sequence number {}", d.sequence_number,
                 sequence_number)))
-        elif path is not None and not _path_in_bounds(d.data_file, path):
+        elif not _path_in_bounds(d.data_file, path):
             out.append(_match(d, False, "data file path outside the delete file's "
                               "file_path bounds"))
         else:
             out.append(_match(d, True, _reason(
-                scope + ", delete sequence number {} >= {}", d.sequence_number,
+                "same partition, delete sequence number {} >= {}", d.sequence_number,
                 sequence_number)))
 
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from floe.scan.planning import FileScanTask, PlanStream, ScanPlan, TaskBlock
 
-__all__ = ["Funnel", "FileDecision", "KeptDeletes", "KeptFiles", "ManifestDecision",
+__all__ = ["DecidedDeletes", "Funnel", "FileDecision", "KeptFiles", "ManifestDecision",
            "PlanExplain", "plan_to_json", "write_plan_json", "encode_compact", "tasks_json"]
 
 
@@ -114,6 +114,12 @@ def _matches_text(matches: Sequence[DeleteMatch], tails: dict[tuple[Any, ...], s
     return "[" + ",".join(out) + "]"
 
 
+def _texts(values: list[str]) -> JsonTexts:
+    """A column of strings as JSON texts, each distinct value encoded once."""
+    done: dict[str, str] = {}
+    return JsonTexts([done.get(v) or done.setdefault(v, encode_compact(v)) for v in values])
+
+
 class ColumnarFiles(LazyList[FileDecision]):
     """The decisions on a manifest's files, built on first read; until then
     :meth:`json_text` writes their JSON from the manifest's columns."""
@@ -172,22 +178,29 @@ class KeptFiles(ColumnarFiles):
         return f"KeptFiles({len(self)} files: {self.reason})"
 
 
-class KeptDeletes(ColumnarFiles):
-    """The decisions on the delete files of a manifest with nothing to decide per file (no
-    filter): every file kept for the same reason. Built as :class:`FileDecision` objects on
-    first read; until then its JSON is written from the manifest's ``file_path`` and
-    ``content`` columns."""
+class DecidedDeletes(ColumnarFiles):
+    """The decisions on the delete files of a manifest decided over its columns (by their
+    partition, or with no filter): kept or pruned by partition per file (``kept``, None: all
+    kept), with one reason for all (a string) or one per file. Built as
+    :class:`FileDecision` objects on first read; until then its JSON is written from the
+    manifest's ``file_path`` and ``content`` columns."""
 
-    __slots__ = ("reason",)
+    __slots__ = ("kept", "reasons")
 
-    def __init__(self, paths: pa.Array, contents: pa.Array, reason: str) -> None:
+    def __init__(self, paths: pa.Array, contents: pa.Array, reasons: str | list[str],
+                 kept: list[bool] | None = None) -> None:
         super().__init__((paths, contents), len(paths))
-        self.reason = reason
+        self.kept = kept
+        self.reasons = reasons
 
     def _build(self, source: tuple[pa.Array, pa.Array]) -> list[FileDecision]:
         paths, contents = source
-        return [FileDecision(p, file_content_name(c), True, None, self.reason)
-                for p, c in zip(paths.to_pylist(), contents.to_pylist(), strict=True)]
+        n = len(paths)
+        kept = [True] * n if self.kept is None else self.kept
+        reasons = [self.reasons] * n if isinstance(self.reasons, str) else self.reasons
+        return [FileDecision(p, file_content_name(c), k, None if k else "partition", r)
+                for p, c, k, r in zip(paths.to_pylist(), contents.to_pylist(), kept, reasons,
+                                      strict=True)]
 
     def json_text(self) -> str | None:
         source = self.source
@@ -198,11 +211,23 @@ class KeptDeletes(ColumnarFiles):
         content: str | JsonTexts = names[0] if names else ""
         if any(n != content for n in names):
             content = JsonTexts([encode_compact(n) for n in names])
-        return _json_rows([("path", paths), ("content", content), ("kept", True),
-                           ("stage", None), ("reason", self.reason)])
+        kept: bool | JsonTexts = True
+        stage: None | JsonTexts = None
+        if self.kept is not None and not all(self.kept):
+            kept = JsonTexts(["true" if k else "false" for k in self.kept])
+            stage = JsonTexts(["null" if k else '"partition"' for k in self.kept])
+        reasons = self.reasons
+        return _json_rows([("path", paths), ("content", content), ("kept", kept),
+                           ("stage", stage),
+                           ("reason", reasons if isinstance(reasons, str) else _texts(reasons))])
+
+    @property
+    def kept_count(self) -> int:
+        """How many of the files are kept (read without building the decisions)."""
+        return len(self) if self.kept is None else sum(self.kept)
 
     def __repr__(self) -> str:
-        return f"KeptDeletes({len(self)} files: {self.reason})"
+        return f"DecidedDeletes({len(self)} files, {self.kept_count} kept)"
 
 
 @dataclass(slots=True)
@@ -293,8 +318,8 @@ def tasks_json(tasks: Sequence[FileScanTask]) -> list[dict[str, Any]]:
             "residual": None, "delete_files": []}
            for p, s, r in zip(tasks.column("file_path"), tasks.column("sequence_number"),
                               tasks.column("record_count"), strict=True)]
-    for i, got in tasks.deletes.items():
-        out[i]["delete_files"] = [d.path for d in got]
+    for i, got in tasks.delete_paths().items():
+        out[i]["delete_files"] = got
     return out
 
 
@@ -310,8 +335,8 @@ def _tasks_text(tasks: Sequence[FileScanTask]) -> str:
                           ("record_count", tasks.arrow_column("record_count")),
                           ("residual", None),
                           ("delete_files", _json_lists(len(tasks), {
-                              i: encode_compact([d.path for d in got])
-                              for i, got in tasks.deletes.items()}))])
+                              i: encode_compact(got)
+                              for i, got in tasks.delete_paths().items()}))])
         if got is not None:
             return got
     return encode_compact(tasks_json(tasks))[1:-1]

@@ -35,9 +35,9 @@ from floe.manifest import (
 from floe.metadata import TableMetadata
 from floe.scan.delete_index import DeleteFile, DeleteFileIndex, DeleteMatch
 from floe.scan.explain import (
+    DecidedDeletes,
     FileDecision,
     Funnel,
-    KeptDeletes,
     KeptFiles,
     ManifestDecision,
     PlanExplain,
@@ -83,15 +83,45 @@ class TaskBlock(LazyList[FileScanTask]):
     unbuilt until a caller reads the tasks. Blocks are shared between plans and threads
     (the in-memory manifest cache keeps them)."""
 
-    __slots__ = ("_spec_id", "deletes")
+    __slots__ = ("_spec_id", "_deletes", "_index")
 
     def __init__(self, live: Sequence[ManifestEntry], spec_id: int,
-                 deletes: dict[int, tuple[DeleteFile, ...]] | None = None) -> None:
+                 deletes: dict[int, list[Any]] | None = None,
+                 index: DeleteFileIndex | None = None) -> None:
         super().__init__(live, len(live))
         self._spec_id = spec_id
         #: The delete files of the tasks that have any, by position (deletes that name
-        #: their data file: :attr:`DeleteFileIndex.by_path_only`).
-        self.deletes = deletes or {}
+        #: their data file: :attr:`DeleteFileIndex.by_path_only`), as delete files or as
+        #: rows of ``index`` (built when first read)
+        self._deletes: dict[int, Any] = deletes or {}
+        self._index = index
+
+    @property
+    def deletes(self) -> dict[int, tuple[DeleteFile, ...]]:
+        """The delete files of the tasks that have any, by position (built on first read)."""
+        index = self._index
+        if index is not None:
+            got = self._deletes
+            built = iter(index.build([f for files in got.values() for f in files]))
+            self._deletes = {i: tuple(next(built) for _ in files) for i, files in got.items()}
+            self._index = None
+        return self._deletes
+
+    def delete_paths(self) -> dict[int, list[str]]:
+        """The paths of :attr:`deletes`, read without building them."""
+        index = self._index
+        if index is None:
+            return {i: [d.path for d in files] for i, files in self._deletes.items()}
+        return {i: [index.path_of(f) for f in files] for i, files in self._deletes.items()}
+
+    def delete_keys(self) -> list[tuple[str, int | None]]:
+        """What the plan counts the delete files of :attr:`deletes` by (path and content
+        offset: :meth:`DeleteFileIndex.key_of`), read without building them."""
+        index = self._index
+        files = [f for got in self._deletes.values() for f in got]
+        if index is None:
+            return [(d.path, d.data_file.content_offset) for d in files]
+        return [index.key_of(f) for f in files]
 
     def _build(self, source: Sequence[ManifestEntry]) -> list[FileScanTask]:
         tasks = _full_tasks_of(source, self._spec_id)
@@ -424,19 +454,31 @@ class _Planner:
             stored = live if isinstance(live, StoredEntries) and \
                 len(live) > BULK_MIN_FILES and live.source is not None else None
             if stored is not None:
-                from floe.scan.decide import referenced_paths
+                # decided over the columns and explained from them: nothing to decide per
+                # file (no filter), or by partition
+                from floe.scan.decide import partition_rows, referenced_paths
 
-                targets = referenced_paths(stored) or targets
-                reason = spec_filter.uniform_reason
-                if spec_filter.always_true and reason is not None:
-                    # nothing to decide per file (no filter): explained from the columns
-                    if mdec is not None:
-                        mdec.files = KeptDeletes(stored.arrow_column("file_path"),
-                                                 stored.arrow_column("content"), reason)
-                    self.funnel.delete_files_total += len(stored)
-                    for e, target in zip(stored, targets):
-                        index.add(e, spec_id, target)
-                    continue
+                named = referenced_paths(stored)
+                uniform = spec_filter.uniform_reason
+                kept_rows: list[bool] | None = None
+                reasons: str | list[str]
+                if spec_filter.always_true and uniform is not None:
+                    reasons = uniform
+                else:
+                    kept_rows, reasons = partition_rows(spec_filter, stored)
+                if mdec is not None:
+                    mdec.files = DecidedDeletes(stored.arrow_column("file_path"),
+                                                stored.arrow_column("content"), reasons,
+                                                kept_rows)
+                self.funnel.delete_files_total += len(stored)
+                if named is not None:  # those naming their data file indexed by row
+                    for e in stored.take(index.add_rows(stored, spec_id, named, kept_rows)):
+                        index.add(e, spec_id, None)
+                else:
+                    for e, ok in zip(stored, kept_rows or itertools.repeat(True)):
+                        if ok:
+                            index.add(e, spec_id)
+                continue
             for e, target in zip(live, targets):
                 self.funnel.delete_files_total += 1
                 ok, reason = spec_filter.partition(e.data_file)
@@ -489,8 +531,7 @@ class _Planner:
                     matches: dict[int, list[DeleteMatch]] | None = None
                     if has_deletes:
                         full, matches = _path_deleted(live, spec_id, index, explain is not None)
-                        matched.update((d.path, d.data_file.content_offset)
-                                       for got in full.deletes.values() for d in got)
+                        matched.update(full.delete_keys())
                     else:
                         full = self._full_tasks(m, live)
                     funnel.tasks += len(full)
@@ -536,6 +577,8 @@ class _Planner:
                 if decided is not None:
                     # decided over the columns: entries built for the kept files only
                     assert stored is not None
+                    if has_deletes:  # their deletes built together
+                        index.keep_named(e.data_file.file_path for e in decided.built)
                     funnel.data_files_after_partition += decided.after_partition
                     funnel.data_files_after_metrics += len(decided.kept)
                     reasons = kept_reasons(spec_filter, decided) if mdec is not None \
@@ -654,11 +697,11 @@ def _path_deleted(live: Sequence[ManifestEntry], spec_id: int, index: DeleteFile
     seqs = block.column("sequence_number")
     deletes = {}
     for i in rows:
-        got = index.for_path(paths[i], seqs[i])
+        got = index.naming(paths[i], seqs[i])
         if got:
-            deletes[i] = tuple(got)
+            deletes[i] = got
     explained = {i: index.explain_path(paths[i], seqs[i]) for i in rows} if explain else None
-    return TaskBlock(live, spec_id, deletes), explained
+    return TaskBlock(live, spec_id, deletes, index), explained
 
 
 def _full_tasks_of(live: Sequence[ManifestEntry], spec_id: int) -> list[FileScanTask]:

@@ -149,6 +149,35 @@ def test_plan_file_pages_list_every_decision_once(template_demo: Path, flt: str 
         assert len(PlanFiles(plan, "pruned")) == 0
 
 
+@pytest.mark.parametrize("flt", [None, "cat = 'c0' AND id < 1250"])
+def test_plan_file_pages_count_delete_files_without_building_them(tmp_path: Path,
+                                                                  flt: str | None) -> None:
+    """Delete manifests decided over their columns (DecidedDeletes) are counted by the file
+    pages without building their decisions, and page like the others."""
+    from explorer.tables.scan import PlanFiles
+    from floe.io import FileIO
+    from floe.scan.explain import DecidedDeletes
+    from tests.factories import write_path_deletes_table
+
+    md, _ = write_path_deletes_table(tmp_path / "t")
+    plan = plan_files(FileIO(), md, row_filter=flt, explain=True, cache=None)
+    columnar = [m for m in plan.explain.manifests if isinstance(m.files, DecidedDeletes)]
+    assert len(columnar) == 2
+    counts = {status: PlanFiles(plan, status).count() for status in ("all", "kept", "pruned")}
+    assert not any(m.files.built for m in columnar)
+    for status in ("all", "kept", "pruned"):
+        files = PlanFiles(plan, status)
+        flat = [(m.path, f.path, f.kept, f.stage, f.reason) for m in plan.explain.manifests
+                for f in m.files if status == "all" or f.kept == (status == "kept")]
+        assert counts[status] == files.count() == len(flat)
+        pruned_deletes = [x for x in flat if "/d" in x[1] or "/e" in x[1]]
+        assert bool(pruned_deletes) is (status != "pruned" or flt is not None)
+        for size in (1, 7, 1000):
+            got = [(m.path, f.path, f.kept, f.stage, f.reason)
+                   for start in range(0, len(flat), size) for m, f in files[start:start + size]]
+            assert got == flat, (status, size)
+
+
 @pytest.mark.parametrize(("flt", "needle"), [
     ("id >", "position"),
     ("event_id = 'x' AND (", "position"),

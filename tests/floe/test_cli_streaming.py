@@ -185,81 +185,23 @@ def test_decisions_without_files_are_written_as_the_encoder_writes_them() -> Non
 
 @pytest.fixture(scope="module")
 def path_deletes_table(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """Three data manifests of 40 files (sequence number 1), then delete manifests (sequence
-    number 2) with a position delete file for every 3rd data file, scoped to it as Iceberg
-    Java writes with ``write.delete.granularity=file`` (both ``file_path`` bounds name it),
-    one of them as a v3-style ``referenced_data_file``, and one more data manifest
-    (sequence number 3) whose files the deletes do not reach."""
-    import dataclasses
+    """tests.factories.write_path_deletes_table's table."""
+    from tests.factories import write_path_deletes_table
 
-    from floe.catalog.filesystem import load_table_metadata
-    from floe.conversions import to_bytes
-    from floe.manifest import (DataFile, FileContent, FileFormat, ManifestContent,
-                               ManifestListWriter, ManifestWriter)
-    from floe.metadata import serialize_metadata
-    from floe.scan.delete_index import FILE_PATH_FIELD_ID
-    from floe.snapshots import Snapshot, SnapshotLogEntry, SnapshotRef
-    from floe.table.append import create_table
-
-    root = tmp_path_factory.mktemp("wh") / "t"
-    io = FileIO()
-    create_table(io, str(root), SCHEMA)
-    _, md = load_table_metadata(io, str(root))
-    spec = md.spec()
-
-    def data(n: int) -> DataFile:
-        return DataFile(FileContent.DATA, f"{root}/data/f{n:04d}.parquet", FileFormat.PARQUET,
-                        (), 10, 1000, lower_bounds={1: to_bytes(LONG, n * 10)},
-                        upper_bounds={1: to_bytes(LONG, n * 10 + 9)})
-
-    def manifest(name: str, seq: int, files: list[DataFile],
-                 content: ManifestContent = ManifestContent.DATA) -> Any:
-        w = ManifestWriter(io, f"{root}/metadata/{name}.avro", spec, SCHEMA, 2, seq, content)
-        for f in files:
-            w.add(f)
-        return dataclasses.replace(w.close(), sequence_number=seq, min_sequence_number=seq)
-
-    manifests = [manifest(f"m{k}", 1, [data(n) for n in range(k * 40, k * 40 + 40)])
-                 for k in range(3)]
-    deletes = []
-    for n in range(0, 120, 3):
-        target = data(n).file_path
-        scoped = {"referenced_data_file": target} if n == 15 else {
-            "lower_bounds": {FILE_PATH_FIELD_ID: target.encode()},
-            "upper_bounds": {FILE_PATH_FIELD_ID: target.encode()}}
-        deletes.append(DataFile(FileContent.POSITION_DELETES, f"{root}/data/d{n:04d}.parquet",
-                                FileFormat.PARQUET, (), 2, 500, **scoped))
-    manifests += [manifest("d0", 2, deletes[:34], ManifestContent.DELETES),
-                  manifest("d1", 2, deletes[34:], ManifestContent.DELETES),
-                  manifest("m3", 3, [data(n) for n in range(120, 150)])]
-    snaps = []
-    for seq in (1, 2, 3):
-        mlist = f"{root}/metadata/snap-{seq}.avro"
-        ManifestListWriter(io, mlist, 2, seq, seq - 1 or None, sequence_number=seq) \
-            .add_manifests([m for m in manifests if m.sequence_number <= seq]).close()
-        snaps.append(Snapshot(seq, seq - 1 or None, seq, 1_700_000_000_000 + seq, mlist,
-                              {"operation": "append" if seq != 2 else "delete"}, 0))
-    md = dataclasses.replace(md, snapshots=tuple(snaps), current_snapshot_id=3,
-                             last_sequence_number=3,
-                             snapshot_log=tuple(SnapshotLogEntry(s.timestamp_ms, s.snapshot_id)
-                                                for s in snaps),
-                             refs={"main": SnapshotRef(3)})
-    location = root / "metadata" / "v2.metadata.json"
-    location.write_bytes(serialize_metadata(md))
-    (root / "metadata" / "version-hint.text").write_text("2")
-    return dataclasses.replace(md, location=str(root)), str(location)
+    return write_path_deletes_table(tmp_path_factory.mktemp("wh") / "t")
 
 
-@pytest.mark.parametrize("row_filter", [None, "id > 15", "id < 500"])
+@pytest.mark.parametrize("row_filter", [None, "id > 15", "id < 500", "cat = 'c0' AND id < 1250"])
 def test_deletes_naming_their_file_are_found_by_path_as_one_by_one(
         path_deletes_table: Any, row_filter: str | None, monkeypatch: pytest.MonkeyPatch
         ) -> None:
     """Whole manifests kept with deletes that name their data files: tasks and explanations
     (written from the columns by the process, built by the library) are the ones the
-    file-by-file path gives. With no filter, the decisions on the files of the larger delete
-    manifest are written from its columns too (KeptDeletes)."""
+    file-by-file path gives. The decisions on the files of the larger delete manifests are
+    written from their columns too (DecidedDeletes), and their deletes that name a data file
+    built only when a plan looks that file up."""
     from floe.scan.delete_index import DeleteFileIndex
-    from floe.scan.explain import KeptDeletes
+    from floe.scan.explain import DecidedDeletes
 
     md, location = path_deletes_table
     args = ["plan", location, "--json"] + (["--filter", row_filter] if row_filter else [])
@@ -270,8 +212,8 @@ def test_deletes_naming_their_file_are_found_by_path_as_one_by_one(
     assert bool(with_deletes) is (row_filter is None)  # whole manifests kept: no filter
     assert fast.explain is not None
     columnar = [Path(m.path).name for m in fast.explain.manifests
-                if isinstance(m.files, KeptDeletes)]
-    assert columnar == (["d0.avro"] if row_filter is None else [])
+                if isinstance(m.files, DecidedDeletes)]
+    assert columnar == ["d0.avro", "d2.avro"]
     monkeypatch.setattr(DeleteFileIndex, "by_path_only", property(lambda self: False))
     monkeypatch.setattr(planning, "BULK_MIN_FILES", 1 << 30)  # every file one by one
     slow = plan_files(FileIO(), md, row_filter=row_filter, explain=True, cache=None)
@@ -281,12 +223,50 @@ def test_deletes_naming_their_file_are_found_by_path_as_one_by_one(
     assert got == [(x.file_path, [d.path for d in x.delete_files]) for x in slow.tasks]
     deleted = {Path(p).name: [Path(d).name for d in ds] for p, ds in got if ds}
     keeps = {None: lambda n: True, "id > 15": lambda n: n * 10 + 9 > 15,
-             "id < 500": lambda n: n * 10 < 500}[row_filter]
-    expected = {f"f{n:04d}.parquet": [f"d{n:04d}.parquet"] for n in range(0, 120, 3)
-                if keeps(n)}
+             "id < 500": lambda n: n * 10 < 500,
+             "cat = 'c0' AND id < 1250": lambda n: n % 2 == 0 and n * 10 < 1250}[row_filter]
+    expected = {f"f{n:04d}.parquet": [f"d{n:04d}.parquet", f"e{n:04d}.parquet"]
+                for n in range(0, 120, 3) if keeps(n)}
+    if keeps(120):
+        expected["f0120.parquet"] = ["e0120.parquet"]
     assert deleted == expected
-    assert streamed["funnel"]["delete_files_matched"] == len(expected)
+    assert streamed["funnel"]["delete_files_matched"] == sum(map(len, expected.values()))
+    pruned = [Path(f["path"]).name for m in streamed["manifests"] for f in m["files"]
+              if f["content"] == "position_deletes" and not f["kept"]]
+    assert all(f["stage"] == "partition" for m in streamed["manifests"] for f in m["files"]
+               if f["content"] == "position_deletes" and not f["kept"])
+    assert pruned == ([] if "cat" not in (row_filter or "") else
+                      [f"{x}{n:04d}.parquet" for x, ns in (("d", (123, *range(0, 120, 3))),
+                                                           ("e", (*range(0, 120, 3), 120)))
+                       for n in ns if n % 2])
     if row_filter is None:
         reasons = [d["reason"] for m in streamed["manifests"] for f in m["files"]
                    for d in f.get("delete_files", [])]
-        assert reasons == ["names this data file, delete sequence number 2 >= 1"] * 40
+        assert reasons == ["names this data file, delete sequence number 2 >= 1",
+                           "names this data file, delete sequence number 3 >= 1"] * 40 + [
+            "names this data file, delete sequence number 3 >= 3",
+            "delete sequence number 2 < data sequence number 3"]
+
+
+@pytest.mark.parametrize("row_filter", ["cat = 'c0' AND id < 50", "id = 1200"])
+def test_deletes_that_name_their_file_are_built_when_looked_up(
+        path_deletes_table: Any, row_filter: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan that keeps a few data files builds the deletes of its large delete manifests
+    that name those files, not the others: f0000's two, or f0120's one."""
+    from floe.scan.manifest_store import StoredEntries
+
+    md, _ = path_deletes_table
+    built: list[str] = []
+    take = StoredEntries.take
+
+    def spied(self: StoredEntries, rows: Any) -> Any:
+        got = take(self, rows)
+        built.extend(Path(e.data_file.file_path).name for e in got
+                     if e.data_file.content != 0)
+        return got
+
+    monkeypatch.setattr(StoredEntries, "take", spied)
+    plan = plan_files(FileIO(), md, row_filter=row_filter, explain=True, cache=None)
+    want = ["d0000.parquet", "e0000.parquet"] if "cat" in row_filter else ["e0120.parquet"]
+    assert sorted(built) == want
+    assert [Path(d.path).name for t in plan.tasks for d in t.delete_files] == want
