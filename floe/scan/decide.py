@@ -80,7 +80,7 @@ class Decisions:
     order; ``partition_reason(i)`` the partition evaluator's explanation of row ``i``."""
 
     __slots__ = ("n", "after_partition", "kept", "built", "_group", "_reasons", "_stages",
-                 "stats", "_explained")
+                 "stats", "_explained", "_texts")
 
     def __init__(self, n: int, after_partition: int, kept: list[int],
                  built: list[ManifestEntry], group: list[int] | None,
@@ -94,16 +94,36 @@ class Decisions:
         self._reasons = reasons
         self._stages = stages
         self._explained: dict[int, str] | None = None
+        self._texts: tuple[pa.Array, pa.Array | None] | None | bool = False
 
-    def metric_explanations(self, spec_filter: Any) -> dict[int, str]:
-        """:func:`explained_rows` of every file the partition keeps (kept or pruned by its
+    def metric_texts(self, spec_filter: Any) -> tuple[pa.Array, pa.Array | None] | None:
+        """:func:`explained_texts` of every file the partition keeps (kept or pruned by its
         metrics), written over the columns once per manifest: the plan reads the kept
         files' when it decides, the pruned ones' when they are read or written."""
+        if self._texts is False:
+            from floe import arrow_compute as pc
+
+            self._texts = None if self.stats is None else explained_texts(
+                spec_filter, self.stats, pc.not_equal(self._stages, 1))
+        return self._texts  # type: ignore[return-value]
+
+    @property
+    def texts_written(self) -> bool:
+        """Whether :meth:`metric_texts` has run."""
+        return self._texts is not False
+
+    def metric_explanations(self, spec_filter: Any) -> dict[int, str]:
+        """:meth:`metric_texts` by row, where the bulk rules decide."""
         if self._explained is None:
-            rows = [i for i, s in enumerate(self.stages()) if s != 1]
-            self._explained = {} if self.stats is None else \
-                explained_rows(spec_filter, self.stats, rows)
+            got = self.metric_texts(spec_filter)
+            self._explained = {} if got is None else _texts_of(
+                got, [i for i, s in enumerate(self.stages()) if s != 1])
         return self._explained
+
+    @property
+    def one_group(self) -> bool:
+        """Whether the partition evaluator gave every row the same answer."""
+        return self._group is None
 
     def partition_reason(self, i: int) -> str:
         return self._reasons[0 if self._group is None else self._group[i]]
@@ -601,17 +621,27 @@ def explained_rows(spec_filter: Any, stats: _Columns, rows: list[int]) -> dict[i
     ``rows`` the bulk rules decide, written over the columns (rows they leave to the scalar
     evaluator are left out)."""
     import pyarrow as pa
-    from floe import arrow_compute as pc
 
-    expr = spec_filter.metrics_expression
-    if expr is None or not rows:
-        return {}
     need = [False] * stats.n
     for r in rows:
         need[r] = True
-    got = _explained(expr, stats, pa.array(need, pa.bool_()))
+    got = explained_texts(spec_filter, stats, pa.array(need, pa.bool_())) if rows else None
+    return {} if got is None else _texts_of(got, rows)
+
+
+def explained_texts(spec_filter: Any, stats: _Columns, need: pa.Array
+                    ) -> tuple[pa.Array, pa.Array | None] | None:
+    """The metrics evaluator's explanation of every row, right where ``need`` is true, as a
+    string array, and where the bulk rules decide (None: everywhere; elsewhere the scalar
+    evaluator's to explain). None when not done in bulk."""
+    from floe import arrow_compute as pc
+
+    expr = spec_filter.metrics_expression
+    if expr is None:
+        return None
+    got = _explained(expr, stats, need)
     if got is None:
-        return {}
+        return None
     _, text, holds = got
     count = stats.table.column("record_count").combine_chunks()
     unknown = pc.less_equal(count, 0)
@@ -620,11 +650,21 @@ def explained_rows(spec_filter: Any, stats: _Columns, rows: list[int]) -> dict[i
                           pc.if_else(unknown, "kept: the record count is unknown", text))
     else:
         text = pc.if_else(unknown, "kept: the record count is unknown", text)
-    taken = pc.take(text, pa.array(rows, pa.int64())).to_pylist()
-    if holds is None:
+    return text, None if holds is None else pc.or_(holds, unknown)
+
+
+def _texts_of(got: tuple[pa.Array, pa.Array | None], rows: list[int]) -> dict[int, str]:
+    """The texts of :func:`explained_texts` at ``rows``, where the bulk rules decide."""
+    import pyarrow as pa
+    from floe import arrow_compute as pc
+
+    text, sure = got
+    at = pa.array(rows, pa.int64())
+    taken = pc.take(text, at).to_pylist()
+    if sure is None:
         return dict(zip(rows, taken, strict=True))
-    sure = pc.take(pc.or_(holds, unknown), pa.array(rows, pa.int64())).to_pylist()
-    return {r: x for r, x, ok in zip(rows, taken, sure, strict=True) if ok}
+    return {r: x for r, x, ok in zip(rows, taken, pc.take(sure, at).to_pylist(), strict=True)
+            if ok}
 
 
 # -- explanations --------------------------------------------------------------------------
@@ -675,14 +715,17 @@ class DecidedFiles(ColumnarFiles):
         path_column = live.arrow_column("file_path")
         if path_column is None:
             return None
-        stages = decisions.stages()
-        reasons = decisions.partition_reasons()
-        for i, reason in _metric_reasons(live, decisions, spec_filter, stages).items():
-            reasons[i] = reason
+        reason = _reasons_array(decisions, spec_filter)
+        if reason is None:  # some left to the scalar evaluator
+            stages = decisions.stages()
+            reasons = decisions.partition_reasons()
+            for i, text in _metric_reasons(live, decisions, spec_filter, stages).items():
+                reasons[i] = text
+            reason = pa.array(reasons, pa.string())
         stage_of = pa.array([None, "partition", "metrics"], pa.string())
         texts = json_row_texts([("path", path_column), ("content", "data"), ("kept", False),
                                 ("stage", pc.take(stage_of, decisions.stage_array)),
-                                ("reason", pa.array(reasons, pa.string()))])
+                                ("reason", reason)])
         if texts is None:
             return None
         if kept:
@@ -707,11 +750,32 @@ SCALAR_KEPT = 32
 def kept_reasons(spec_filter: Any, decisions: Decisions) -> list[str]:
     """The metrics evaluator's explanation of each kept file (in ``decisions.kept`` order):
     over the columns where the bulk rules decide, else from the built entry."""
-    if len(decisions.kept) <= SCALAR_KEPT and decisions._explained is None:
+    if len(decisions.kept) <= SCALAR_KEPT and not decisions.texts_written:
         return [spec_filter.metrics(e.data_file)[1] for e in decisions.built]
-    got = decisions.metric_explanations(spec_filter)
+    texts = decisions.metric_texts(spec_filter)
+    got = {} if texts is None else _texts_of(texts, decisions.kept)
     return [got[i] if i in got else spec_filter.metrics(e.data_file)[1]
             for i, e in zip(decisions.kept, decisions.built, strict=True)]
+
+
+def _reasons_array(decisions: Decisions, spec_filter: Any) -> Any:
+    """The reason of every pruned file, as Arrow writes them: the partition evaluator's
+    where the partition prunes, the bulk metrics rules' elsewhere (kept files' are someone
+    else's to write). None when the bulk rules leave a file pruned by its metrics to the
+    scalar evaluator."""
+    import pyarrow as pa
+    from floe import arrow_compute as pc
+
+    by_metrics = pc.equal(decisions.stage_array, 2)
+    texts = decisions.metric_texts(spec_filter)
+    partition = decisions.partition_reason(0) if decisions.one_group else \
+        pa.array(decisions.partition_reasons(), pa.string())
+    if texts is None:
+        return None if pc.any(by_metrics).as_py() else partition
+    text, sure = texts
+    if sure is not None and pc.any(pc.and_(by_metrics, pc.invert(sure))).as_py():
+        return None
+    return pc.if_else(by_metrics, text, partition)
 
 
 def _metric_reasons(live: StoredEntries, decisions: Decisions, spec_filter: Any,
