@@ -401,10 +401,11 @@ def _escapes(column: pa.Array) -> int:
     return 2 if _CONTROL.search(values) else 1 if _QUOTES.search(values) else 0
 
 
-def _json_values(column: pa.Array) -> pa.Array | None:
-    """Each value of ``column`` as :data:`encode_compact` writes it, or None when Arrow cannot
-    write it the same (a string holding a control character, a type other than string or
-    integer)."""
+def _json_values(column: pa.Array) -> tuple[pa.Array, bool] | None:
+    """Each value of ``column`` as :data:`encode_compact` writes it, and whether without its
+    quotes (a string column without nulls: the caller writes them, joined to the text around);
+    None when Arrow cannot write it the same (a string holding a control character, a type
+    other than string or integer)."""
     import pyarrow as pa
     from floe import arrow_compute as pc
 
@@ -415,12 +416,14 @@ def _json_values(column: pa.Array) -> pa.Array | None:
             return None
         if escapes == 1:  # rare
             text = pc.replace_substring(pc.replace_substring(text, "\\", "\\\\"), '"', '\\"')
+        if not column.null_count:
+            return text, True
         text = pc.binary_join_element_wise('"', text, '"', "")
     elif pa.types.is_integer(column.type):
         text = pc.cast(column, pa.string())
     else:
         return None
-    return pc.fill_null(text, "null")
+    return pc.fill_null(text, "null"), False
 
 
 def _json_rows(fields: Sequence[tuple[str, Any]]) -> str | None:
@@ -454,12 +457,14 @@ def json_row_texts(fields: Sequence[tuple[str, Any]]) -> pa.Array | None:
     for i, (key, value) in enumerate(fields):
         text += ("," if i else "") + encode_compact(key) + ":"
         if isinstance(value, (pa.Array, JsonTexts)):
-            column = _json_values(value) if isinstance(value, pa.Array) \
-                else pa.array(value.texts, pa.string())
-            if column is None:
+            got = _json_values(value) if isinstance(value, pa.Array) \
+                else (pa.array(value.texts, pa.string()), False)
+            if got is None:
                 return None
-            pieces += [text, column]
-            text = ""
+            column, bare = got
+            quote = '"' if bare else ""  # a bare string's quotes join the text around it
+            pieces += [text + quote, column]
+            text = quote
         else:
             text += encode_compact(value)
     pieces.append(text + "},")

@@ -118,6 +118,13 @@ def test_json_rows_write_what_the_json_module_writes() -> None:
             encode_compact([{"p": v} for v in part.to_pylist()])[1:-1]
     assert explain_mod._json_rows([("p", whole.slice(0, 2))]) is None
     assert explain_mod._json_rows([("p", whole.slice(3, 2))]) is None
+    # string columns without nulls are joined unquoted, their quotes written around them
+    bare = [s for s in strings if s is not None]
+    fields = [("a", pa.array(bare)), ("b", pa.array(bare[::-1])), ("c", "x"),
+              ("d", pa.array(bare))]
+    assert explain_mod._json_rows(fields) == encode_compact(
+        [{"a": a, "b": b, "c": "x", "d": a} for a, b in zip(bare, bare[::-1], strict=True)]
+    )[1:-1]
 
 
 def test_from_the_persistent_cache_a_full_plan_builds_no_entry(
