@@ -254,15 +254,8 @@ class DeleteFileIndex:
 
     def _named_kept(self, path: str) -> list[DeleteFile]:
         """The delete files naming ``path``, by sequence number, built and kept."""
-        got = self._pos_by_path.get(path)
-        if got is None:
-            return []
-        if isinstance(got, _Bucket):
-            built = got.files = self.build(got.files)
-            return built
-        if not isinstance(got, DeleteFile):
-            got = self._pos_by_path[path] = self.build([got])[0]
-        return [got]
+        self.keep_named((path,))
+        return cast("list[DeleteFile]", self._naming(path))
 
     def keep_named(self, paths: Iterable[str]) -> None:
         """Build the delete files that name any of ``paths`` together, and keep them (what a
@@ -314,16 +307,14 @@ class DeleteFileIndex:
         """The verdict on each delete file or row naming a data file (whose bounds are not
         compared, as in :meth:`for_data_file`)."""
         out: list[DeleteMatch] = []
-        for f in files:
+        for f in files:  # position deletes, the only ones that name a file
             seq = self.seq_of(f)
-            content = file_content_name(f.content) if isinstance(f, DeleteFile) else \
-                _POSITION  # a row is a position delete
             if seq < sequence_number:
-                out.append(DeleteMatch(self.path_of(f), content, seq, False, _reason(
+                out.append(DeleteMatch(self.path_of(f), _POSITION, seq, False, _reason(
                     "delete sequence number {} < data sequence number {}", seq,
                     sequence_number)))
             else:
-                out.append(DeleteMatch(self.path_of(f), content, seq, True, _reason(
+                out.append(DeleteMatch(self.path_of(f), _POSITION, seq, True, _reason(
                     "names this data file, delete sequence number {} >= {}", seq,
                     sequence_number)))
         return out
@@ -356,7 +347,7 @@ class DeleteFileIndex:
         path = data_file.file_path
         bucket = self._pos.get(key)
         _explain_position(out, bucket.files if bucket else [], path, sequence_number)
-        out += self._explain_naming(self._named_kept(path), sequence_number)
+        out += self._explain_naming(self._naming(path), sequence_number)
         for b, scope in ((self._eq.get(key), "same partition"), (self._global_eq, "global")):
             for d in (b.files if b else []):
                 if d.sequence_number <= sequence_number:

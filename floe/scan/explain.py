@@ -210,7 +210,7 @@ class DecidedDeletes(ColumnarFiles):
         names = [file_content_name(c) for c in contents.to_pylist()]
         content: str | JsonTexts = names[0] if names else ""
         if any(n != content for n in names):
-            content = JsonTexts([encode_compact(n) for n in names])
+            content = _texts(names)
         kept: bool | JsonTexts = True
         stage: None | JsonTexts = None
         if self.kept is not None and not all(self.kept):

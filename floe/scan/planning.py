@@ -450,7 +450,6 @@ class _Planner:
             spec_id = m.partition_spec_id
             spec_filter = self.filter.for_spec(spec_id)
             mdec = explain.manifest(m.manifest_path) if explain is not None else None
-            targets: Iterable[str | None | bool] = itertools.repeat(True)
             stored = live if isinstance(live, StoredEntries) and \
                 len(live) > BULK_MIN_FILES and live.source is not None else None
             if stored is not None:
@@ -479,7 +478,7 @@ class _Planner:
                         if ok:
                             index.add(e, spec_id)
                 continue
-            for e, target in zip(live, targets):
+            for e in live:
                 self.funnel.delete_files_total += 1
                 ok, reason = spec_filter.partition(e.data_file)
                 if mdec is not None:
@@ -487,7 +486,7 @@ class _Planner:
                         e.data_file.file_path, file_content_name(e.data_file.content), ok,
                         None if ok else "partition", reason))
                 if ok:
-                    index.add(e, spec_id, target)
+                    index.add(e, spec_id)
         return index
 
     def _full_tasks(self, m: ManifestFile, live: Sequence[ManifestEntry]) -> TaskBlock:
